@@ -1,0 +1,112 @@
+# keel — one build for the library, the binary, tests, benchmarks and fuzzers.
+#
+#   make                      build build/keel and build/libkeel.a
+#   make test                 unit tests (Check), replay fixtures, black-box tests
+#   make SANITIZE=address,undefined test-unit
+#                             the same unit tests under sanitizers (in build/san)
+#   make bench [BENCH=policy] benchmarks, one JSON object per line
+#   make fuzz [FUZZ_SECONDS=60]  libFuzzer targets under ASan+UBSan (clang)
+#   make run                  build and run keel's main job
+#
+# Dependencies come from pkg-config only; scripts/install-deps installs them.
+
+PKGS      := jansson yaml-0.1
+CC        ?= cc
+CFLAGS    ?= -O2 -g
+SANITIZE  ?=
+BENCH     ?=
+FUZZ_SECONDS ?= 60
+
+ifneq ($(SANITIZE),)
+O         := build/san
+SANFLAGS  := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+else
+O         := build
+SANFLAGS  :=
+endif
+
+WARNINGS  := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+             -Wwrite-strings -Wformat=2 -Wvla -Wpointer-arith -Wundef
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARNINGS) $(CFLAGS) $(SANFLAGS) -Isrc $(PKG_CFLAGS) -MMD -MP
+ALL_LDFLAGS := $(SANFLAGS) $(LDFLAGS)
+LIBS      := $(PKG_LIBS) -lpthread -lm
+
+LIB_SRC   := $(sort $(wildcard src/core/*.c src/pack/*.c src/text/*.c src/policy/*.c src/replay/*.c))
+CLI_SRC   := $(sort $(wildcard src/cli/*.c))
+UNIT_SRC  := $(sort $(wildcard tests/unit/*.c))
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+FUZZ_SRC  := $(sort $(wildcard fuzz/fuzz_*.c))
+
+LIB_OBJ   := $(LIB_SRC:%.c=$(O)/obj/%.o)
+CLI_OBJ   := $(CLI_SRC:%.c=$(O)/obj/%.o)
+UNIT_OBJ  := $(UNIT_SRC:%.c=$(O)/obj/%.o)
+BENCH_OBJ := $(BENCH_SRC:%.c=$(O)/obj/%.o)
+
+LIBKEEL   := $(O)/libkeel.a
+KEEL      := $(O)/keel
+UNIT      := $(O)/keel-unit
+BENCHBIN  := $(O)/keel-bench
+
+.PHONY: all test test-unit test-replay test-blackbox bench fuzz fuzz-build run clean
+
+all: $(KEEL)
+
+$(O)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIBKEEL): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(KEEL): $(CLI_OBJ) $(LIBKEEL)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LIBKEEL) $(LIBS)
+
+$(O)/obj/tests/unit/%.o: ALL_CFLAGS += $(shell pkg-config --cflags check)
+$(UNIT): $(UNIT_OBJ) $(LIBKEEL)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(UNIT_OBJ) $(LIBKEEL) $(shell pkg-config --libs check) $(LIBS)
+
+$(BENCHBIN): $(BENCH_OBJ) $(LIBKEEL)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(LIBKEEL) $(LIBS)
+
+# The whole suite: unit tests, replay fixtures, then black-box tests of the
+# real binary. Each prints its own closing line; any failure stops make.
+test: test-unit test-replay test-blackbox
+
+test-unit: $(UNIT)
+	KEEL_ROOT=$(CURDIR) $(UNIT)
+
+test-replay: $(KEEL)
+	$(KEEL) replay tests/replay
+
+test-blackbox: $(KEEL)
+	KEEL=$(CURDIR)/$(KEEL) sh tests/blackbox/run.sh
+
+bench: $(BENCHBIN)
+	KEEL_ROOT=$(CURDIR) $(BENCHBIN) $(BENCH)
+
+# libFuzzer needs clang; the fuzz build has its own object tree.
+FUZZ_CC     ?= clang
+FUZZ_O      := build/fuzz
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc $(PKG_CFLAGS) \
+               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_BINS   := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_O)/%)
+
+$(FUZZ_O)/%: fuzz/%.c $(LIB_SRC)
+	@mkdir -p $(FUZZ_O)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	KEEL_ROOT=$(CURDIR) FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh $(FUZZ_BINS)
+
+run: $(KEEL)
+	sh scripts/run-main
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(BENCH_OBJ:.o=.d)

@@ -1,0 +1,98 @@
+/*
+ * alloc.c — allocation wrapper with a failure-injection countdown and a
+ * live-allocation counter; both are atomics so worker threads may allocate.
+ */
+#include "core/alloc.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_long fail_countdown = -1;  /* < 0: injection off */
+static atomic_int fail_sticky;
+static atomic_long live_count;
+
+/* Returns nonzero when this allocation must fail. */
+static int injected_failure(void)
+{
+    long left = atomic_load(&fail_countdown);
+
+    while (left >= 0) {
+        if (left == 0) {
+            if (!atomic_load(&fail_sticky))
+                atomic_store(&fail_countdown, -1);
+            return 1;
+        }
+        if (atomic_compare_exchange_weak(&fail_countdown, &left, left - 1))
+            return 0;
+    }
+    return 0;
+}
+
+void keel_alloc_fail_after(long n, int sticky)
+{
+    atomic_store(&fail_sticky, sticky);
+    atomic_store(&fail_countdown, n < 0 ? -1 : n);
+}
+
+long keel_alloc_live(void)
+{
+    return atomic_load(&live_count);
+}
+
+void *keel_malloc(size_t size)
+{
+    void *p;
+
+    if (injected_failure())
+        return NULL;
+    p = malloc(size ? size : 1);
+    if (p)
+        atomic_fetch_add(&live_count, 1);
+    return p;
+}
+
+void *keel_calloc(size_t count, size_t size)
+{
+    void *p;
+
+    if (injected_failure())
+        return NULL;
+    p = calloc(count ? count : 1, size ? size : 1);
+    if (p)
+        atomic_fetch_add(&live_count, 1);
+    return p;
+}
+
+void *keel_realloc(void *ptr, size_t size)
+{
+    if (!ptr)
+        return keel_malloc(size);
+    if (injected_failure())
+        return NULL;
+    return realloc(ptr, size ? size : 1);
+}
+
+void keel_free(void *ptr)
+{
+    if (!ptr)
+        return;
+    atomic_fetch_sub(&live_count, 1);
+    free(ptr);
+}
+
+char *keel_strndup(const char *s, size_t n)
+{
+    char *copy = keel_malloc(n + 1);
+
+    if (!copy)
+        return NULL;
+    memcpy(copy, s, n);
+    copy[n] = '\0';
+    return copy;
+}
+
+char *keel_strdup(const char *s)
+{
+    return keel_strndup(s, strlen(s));
+}

@@ -1,0 +1,165 @@
+/*
+ * json.c — capped parsing, path-naming typed getters and serialisation on
+ * jansson.
+ */
+#include "core/json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+void keel_json_init(void)
+{
+    json_set_alloc_funcs(keel_malloc, keel_free);
+    json_object_seed(0x6b65656c);  /* "keel": same hash order every run */
+}
+
+int keel_json_parse(const char *text, size_t n, size_t max, const char *origin,
+                    json_t **out, struct keel_error *err)
+{
+    json_error_t jerr;
+    json_t *value;
+
+    if (n > max)
+        return keel_error_set(err, KEEL_ETOOBIG, origin,
+                              "%zu bytes is over the limit of %zu bytes", n, max);
+    value = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
+    if (!value) {
+        if (json_error_code(&jerr) == json_error_out_of_memory)
+            return keel_error_set(err, KEEL_ENOMEM, origin, "out of memory");
+        return keel_error_set(err, KEEL_EPARSE, origin, "line %d column %d: %s",
+                              jerr.line, jerr.column, jerr.text);
+    }
+    *out = value;
+    return KEEL_OK;
+}
+
+void keel_json_path_key(char *out, size_t n, const char *parent, const char *key)
+{
+    if (parent && *parent)
+        snprintf(out, n, "%s.%s", parent, key);
+    else
+        snprintf(out, n, "%s", key);
+}
+
+void keel_json_path_index(char *out, size_t n, const char *parent, size_t index)
+{
+    snprintf(out, n, "%s[%zu]", parent ? parent : "", index);
+}
+
+const char *keel_json_type_name(const json_t *value)
+{
+    switch (value ? json_typeof(value) : JSON_NULL) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: return "integer";
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
+    case JSON_NULL: return "null";
+    }
+    return "unknown";
+}
+
+int keel_json_check_keys(const json_t *obj, const char *const *allowed,
+                         const char *path, struct keel_error *err)
+{
+    const char *key;
+    json_t *value;
+    char field[KEEL_JSON_PATH_MAX];
+
+    json_object_foreach((json_t *)obj, key, value) {
+        const char *const *a;
+        for (a = allowed; *a; a++)
+            if (!strcmp(*a, key))
+                break;
+        if (!*a) {
+            keel_json_path_key(field, sizeof(field), path, key);
+            return keel_error_set(err, KEEL_EINVAL, field, "unknown key \"%s\"", key);
+        }
+    }
+    return KEEL_OK;
+}
+
+/* Looks `key` up; reports a missing required key. *found tells presence. */
+static int lookup(const json_t *obj, const char *key, int required, const char *path,
+                  json_t **value, char *field, size_t field_n, struct keel_error *err)
+{
+    keel_json_path_key(field, field_n, path, key);
+    *value = json_object_get(obj, key);
+    if (!*value && required)
+        return keel_error_set(err, KEEL_EINVAL, field, "is required");
+    return KEEL_OK;
+}
+
+int keel_json_get_string(const json_t *obj, const char *key, int required,
+                         const char *path, const char **out, struct keel_error *err)
+{
+    char field[KEEL_JSON_PATH_MAX];
+    json_t *value;
+    int rc = lookup(obj, key, required, path, &value, field, sizeof(field), err);
+
+    if (rc || !value)
+        return rc;
+    if (!json_is_string(value))
+        return keel_error_set(err, KEEL_EINVAL, field, "must be a string, not %s",
+                              keel_json_type_name(value));
+    *out = json_string_value(value);
+    return KEEL_OK;
+}
+
+int keel_json_get_int(const json_t *obj, const char *key, int required,
+                      long long min, long long max, const char *path,
+                      long long *out, struct keel_error *err)
+{
+    char field[KEEL_JSON_PATH_MAX];
+    json_t *value;
+    long long v;
+    int rc = lookup(obj, key, required, path, &value, field, sizeof(field), err);
+
+    if (rc || !value)
+        return rc;
+    if (!json_is_integer(value))
+        return keel_error_set(err, KEEL_EINVAL, field, "must be an integer, not %s",
+                              keel_json_type_name(value));
+    v = json_integer_value(value);
+    if (v < min || v > max)
+        return keel_error_set(err, KEEL_EINVAL, field, "must be between %lld and %lld, got %lld",
+                              min, max, v);
+    *out = v;
+    return KEEL_OK;
+}
+
+int keel_json_get_bool(const json_t *obj, const char *key, int required,
+                       const char *path, int *out, struct keel_error *err)
+{
+    char field[KEEL_JSON_PATH_MAX];
+    json_t *value;
+    int rc = lookup(obj, key, required, path, &value, field, sizeof(field), err);
+
+    if (rc || !value)
+        return rc;
+    if (!json_is_boolean(value))
+        return keel_error_set(err, KEEL_EINVAL, field, "must be true or false, not %s",
+                              keel_json_type_name(value));
+    *out = json_is_true(value);
+    return KEEL_OK;
+}
+
+static int dump_callback(const char *data, size_t size, void *ctx)
+{
+    return keel_buf_add(ctx, data, size) ? -1 : 0;
+}
+
+int keel_json_append(struct keel_buf *buf, const json_t *value, size_t flags)
+{
+    size_t before = buf->len;
+
+    if (json_dump_callback(value, dump_callback, buf, flags | JSON_SORT_KEYS | JSON_ENCODE_ANY)) {
+        keel_buf_truncate(buf, before);
+        return KEEL_ENOMEM;
+    }
+    return KEEL_OK;
+}

@@ -1,0 +1,60 @@
+/*
+ * json.h — helpers on jansson for reading untrusted JSON with caps and for
+ * naming the offending field when a value is wrong.
+ *
+ * Field paths are written as "turns[0].expect.search.count": the helpers
+ * take the parent's path and add the key, so every error says exactly where
+ * the bad value was.
+ */
+#ifndef KEEL_CORE_JSON_H
+#define KEEL_CORE_JSON_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "core/buf.h"
+#include "core/error.h"
+
+#define KEEL_JSON_PATH_MAX 160
+
+/* Points jansson's allocator at keel's wrapper and seeds its hash function
+ * deterministically. Call once at start, before any json_t exists. */
+void keel_json_init(void);
+
+/* Parses `n` bytes of JSON text (one value; trailing garbage is an error).
+ * Inputs over `max` bytes fail with KEEL_ETOOBIG before parsing. `origin`
+ * names the input in errors ("request body", a file name). On success
+ * *out owns a new reference; on failure it is untouched. */
+int keel_json_parse(const char *text, size_t n, size_t max, const char *origin,
+                    json_t **out, struct keel_error *err);
+
+/* Writes "parent.key" (or "key" when parent is empty) into `out`. */
+void keel_json_path_key(char *out, size_t n, const char *parent, const char *key);
+
+/* Writes "parent[index]" into `out`. */
+void keel_json_path_index(char *out, size_t n, const char *parent, size_t index);
+
+/* Fails with KEEL_EINVAL naming the first key of `obj` not in the
+ * NULL-terminated `allowed` list. Returns KEEL_OK when all keys are known. */
+int keel_json_check_keys(const json_t *obj, const char *const *allowed,
+                         const char *path, struct keel_error *err);
+
+/* Typed getters. `required` nonzero: a missing key is KEEL_EINVAL. A key of
+ * the wrong type is always KEEL_EINVAL naming "path.key". On KEEL_OK with a
+ * missing optional key the output is left as it was (so callers preset
+ * defaults). Strings are borrowed from `obj`. */
+int keel_json_get_string(const json_t *obj, const char *key, int required,
+                         const char *path, const char **out, struct keel_error *err);
+int keel_json_get_int(const json_t *obj, const char *key, int required,
+                      long long min, long long max, const char *path,
+                      long long *out, struct keel_error *err);
+int keel_json_get_bool(const json_t *obj, const char *key, int required,
+                       const char *path, int *out, struct keel_error *err);
+
+/* Returns a static name of the JSON type of `value` ("object", "null", …). */
+const char *keel_json_type_name(const json_t *value);
+
+/* Appends the compact, key-sorted serialisation of `value` to `buf`. */
+int keel_json_append(struct keel_buf *buf, const json_t *value, size_t flags);
+
+#endif

@@ -1,0 +1,313 @@
+/*
+ * decide.c — the route and intent rules, in the order they apply:
+ *
+ *   1. command          whole-message command or command prefix
+ *   2. user veto        "don't search", "from memory"
+ *   3. local memory     the user's own library or remembered facts
+ *   4. conversion       "convert 5 km to miles"
+ *   5. search           paper noun + request (scholar) or explicit web
+ *                       search / volatile topic (assistant), unless the
+ *                       message asks about a consensus
+ *   6. analysis         summarize/compare, or references to known papers
+ *   7. smalltalk, then the default: llm_only / general
+ *
+ * A search fills the search policy (search.c) and forces the pack's search
+ * tool when it is available and the role may call it.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "policy/policy_int.h"
+
+static const char *const intent_names[] = {
+    [POLICY_INTENT_DIRECT_SEARCH] = "direct_search",
+    [POLICY_INTENT_ANALYSIS] = "analysis",
+    [POLICY_INTENT_CLARIFY] = "clarify",
+    [POLICY_INTENT_GENERAL] = "general",
+};
+
+static const char *const route_names[] = {
+    [POLICY_ROUTE_COMMAND] = "command",
+    [POLICY_ROUTE_LOCAL_MEMORY] = "local_memory_intent",
+    [POLICY_ROUTE_CONVERSION] = "conversion_tool",
+    [POLICY_ROUTE_WEBSEARCH] = "websearch",
+    [POLICY_ROUTE_LLM_ONLY] = "llm_only",
+};
+
+static const char *const reason_names[R_REASON_COUNT] = {
+    [R_HARD_COMMAND] = "hard_command",
+    [R_USER_TOOL_VETO] = "user_tool_veto",
+    [R_LIBRARY_REQUEST] = "library_request",
+    [R_PERSONAL_MEMORY] = "personal_memory_intent",
+    [R_CONVERSION] = "parser_confirmed_conversion",
+    [R_CONSENSUS_NOT_SEARCH] = "consensus_question_not_search",
+    [R_PAPER_SEARCH] = "paper_search_request",
+    [R_WEB_EXPLICIT] = "explicit_websearch",
+    [R_VOLATILE_TOPIC] = "volatile_topic",
+    [R_FIND_WITHOUT_PAPER_NOUN] = "find_without_paper_noun",
+    [R_ANALYSIS] = "analysis_request",
+    [R_SMALLTALK] = "smalltalk",
+    [R_DEFAULT_LLM] = "default_llm",
+    [R_REQUEST_PHRASING_STRIPPED] = "request_phrasing_stripped",
+    [R_DEICTIC_TOPIC] = "deictic_resolved_to_topic_hint",
+    [R_TOPIC_FROM_HINT] = "topic_from_hint",
+    [R_TOPIC_MISSING] = "topic_missing",
+    [R_COUNT_EXPLICIT] = "count_explicit",
+    [R_COUNT_DEFAULT] = "count_default",
+    [R_COUNT_CLAMPED] = "count_clamped",
+    [R_RECENCY_WINDOW] = "recency_default_window",
+    [R_YEAR_WINDOW] = "year_window",
+    [R_YEAR_WINDOW_ZERO] = "year_window_zero_ignored",
+    [R_YEAR_SINCE] = "year_since",
+    [R_YEAR_UNTIL] = "year_until",
+    [R_YEAR_RANGE] = "year_range",
+    [R_YEAR_RANGE_REVERSED] = "year_range_reversed",
+    [R_YEAR_EXACT] = "year_exact",
+    [R_YEAR_CLAMPED] = "year_clamped",
+    [R_EXPLICIT_YEARS_OVER_RECENCY] = "explicit_years_override_recency",
+    [R_OPEN_ACCESS] = "open_access_requested",
+    [R_TOOL_FORCED] = "tool_forced",
+    [R_TOOL_UNAVAILABLE] = "tool_unavailable",
+    [R_ROLE_FORBIDS_TOOL] = "role_forbids_tool",
+    [R_STAGE_TRANSITION] = "stage_transition_on_success",
+    [R_INPUT_TRUNCATED] = "input_truncated",
+};
+
+const char *policy_intent_name(enum policy_intent intent)
+{
+    return intent_names[intent];
+}
+
+const char *policy_route_name(enum policy_route route)
+{
+    return route_names[route];
+}
+
+const char *policy_reason_name(enum policy_reason reason)
+{
+    return reason < R_REASON_COUNT ? reason_names[reason] : "unknown";
+}
+
+void policy_add_reason(struct policy_decision *d, enum policy_reason reason)
+{
+    for (size_t i = 0; i < d->n_reasons; i++)
+        if (d->reasons[i] == reason)
+            return;
+    if (d->n_reasons < POLICY_MAX_REASONS)
+        d->reasons[d->n_reasons++] = (uint8_t)reason;
+}
+
+int policy_context_init(struct policy_context *ctx, const struct policy *policy,
+                        const char *role, const char *const *tools, size_t n_tools,
+                        const char *topic_hint, int64_t now_ms, struct keel_error *err)
+{
+    const struct pack *pack = policy->pack;
+
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->role = role ? pack_role_index(pack, role) : pack->default_role;
+    if (ctx->role < 0)
+        return keel_error_set(err, KEEL_EINVAL, "role", "\"%.64s\" is not a role of pack %s",
+                              role, pack->name);
+    if (!tools) {
+        ctx->tools = pack->n_tools >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << pack->n_tools) - 1;
+    } else {
+        for (size_t i = 0; i < n_tools; i++) {
+            int t = pack_tool_index(pack, tools[i], strlen(tools[i]));
+            if (t < 0) {
+                char field[32];
+                snprintf(field, sizeof(field), "tools[%zu]", i);
+                return keel_error_set(err, KEEL_EINVAL, field,
+                                      "\"%.64s\" is not a tool of pack %s", tools[i], pack->name);
+            }
+            ctx->tools |= (uint64_t)1 << t;
+        }
+    }
+    ctx->topic_hint = topic_hint;
+    ctx->topic_hint_len = topic_hint ? strlen(topic_hint) : 0;
+    ctx->now_ms = now_ms;
+    ctx->now_year = keel_time_year(now_ms);
+    return KEEL_OK;
+}
+
+static inline int has(const struct policy_scan *scan, enum policy_category c)
+{
+    return (scan->lex.categories & CAT_BIT(c)) != 0;
+}
+
+/* A command: the message starts with a prefix ("/"), or one command
+ * phrase covers every token ("stop", "memory doctor"). */
+static int is_command(const struct policy *policy, const struct policy_scan *scan)
+{
+    size_t i = 0;
+
+    while (i < scan->n && (scan->text[i] == ' ' || scan->text[i] == '\t' || scan->text[i] == '\n'))
+        i++;
+    for (size_t p = 0; p < policy->n_command_prefixes; p++) {
+        size_t len = strlen(policy->command_prefixes[p]);
+        if (scan->n - i >= len && !memcmp(scan->text + i, policy->command_prefixes[p], len))
+            return 1;
+    }
+    if (!has(scan, CAT_COMMAND))
+        return 0;
+    for (uint32_t m = 0; m < scan->lex.n_matches; m++) {
+        const struct lex_match *match = &scan->lex.matches[m];
+        if (match->category == CAT_COMMAND && match->start == 0 && match->n == scan->lex.n_tokens)
+            return 1;
+    }
+    return 0;
+}
+
+int policy_has_paper_noun(const struct policy_scan *scan)
+{
+    const struct lex_result *lex = &scan->lex;
+
+    if (!(lex->categories & CAT_BIT(CAT_PAPER_NOUN)))
+        return 0;
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *noun = &lex->matches[m];
+        int inside_ref = 0;
+        if (noun->category != CAT_PAPER_NOUN)
+            continue;
+        for (uint32_t r = 0; r < lex->n_matches && !inside_ref; r++) {
+            const struct lex_match *ref = &lex->matches[r];
+            inside_ref = ref->category == CAT_PAPER_REF && noun->start >= ref->start &&
+                         noun->start + noun->n <= ref->start + ref->n;
+        }
+        if (!inside_ref)
+            return 1;
+    }
+    return 0;
+}
+
+static void set_route(struct policy_decision *d, enum policy_route route, int veto,
+                      enum policy_reason reason)
+{
+    d->route = route;
+    d->tool_veto = veto;
+    d->reason = reason;
+    policy_add_reason(d, reason);
+}
+
+/* Forces `tool` when it is available and the role may call it, naming why
+ * not otherwise. Returns nonzero when forced. */
+static int force(const struct policy *policy, const struct policy_context *ctx,
+                 struct policy_decision *d, int tool)
+{
+    if (tool < 0)
+        return 0;
+    if (!(ctx->tools >> tool & 1)) {
+        policy_add_reason(d, R_TOOL_UNAVAILABLE);
+        return 0;
+    }
+    if (!pack_role_may_call(policy->pack, ctx->role, tool)) {
+        policy_add_reason(d, R_ROLE_FORBIDS_TOOL);
+        return 0;
+    }
+    d->force_tool = tool;
+    policy_add_reason(d, R_TOOL_FORCED);
+    return 1;
+}
+
+/* The first topic class named in the message, or -1. */
+static int topic_class(const struct policy_scan *scan)
+{
+    for (uint32_t m = 0; m < scan->lex.n_matches; m++)
+        if (scan->lex.matches[m].category == CAT_TOPIC_CLASS)
+            return scan->lex.matches[m].value;
+    return -1;
+}
+
+static void decide_search(const struct policy *policy, const struct policy_context *ctx,
+                          struct policy_scan *scan, struct policy_decision *d)
+{
+    d->intent = POLICY_INTENT_DIRECT_SEARCH;
+    policy_fill_search(policy, ctx, scan, d);
+    if (d->search.query_len == 0) {
+        d->intent = POLICY_INTENT_CLARIFY;
+        policy_add_reason(d, R_TOPIC_MISSING);
+        return;
+    }
+    if (force(policy, ctx, d, policy->search_tool) && policy->stage_transition) {
+        d->stage_transition = policy->stage_transition;
+        policy_add_reason(d, R_STAGE_TRANSITION);
+    }
+}
+
+void policy_decide(const struct policy *policy, const struct policy_context *ctx,
+                   const char *message, size_t n, struct policy_decision *d)
+{
+    struct policy_scan scan;
+    int paper_search, web_explicit, volatile_class, volatile_words, cut = 0;
+
+    memset(d, 0, offsetof(struct policy_decision, search));
+    d->force_tool = -1;
+    d->signals.topic_class = -1;
+    d->search.query[0] = '\0';
+    d->search.query_len = 0;
+    d->stage_transition = NULL;
+    d->n_reasons = 0;
+    d->intent = POLICY_INTENT_GENERAL;
+    if (n > POLICY_MESSAGE_MAX) {
+        cut = 1;
+        n = POLICY_MESSAGE_MAX;
+        while (n > 0 && ((unsigned char)message[n] & 0xc0) == 0x80)
+            n--;
+    }
+    scan.text = message;
+    scan.n = n;
+    lexicon_match(&policy->lex, message, n, &scan.lex);
+
+    d->signals.topic_class = topic_class(&scan);
+    volatile_class = d->signals.topic_class >= 0 &&
+                     policy->class_volatile[d->signals.topic_class];
+    volatile_words = has(&scan, CAT_VOLATILE) || has(&scan, CAT_RECENCY);
+    web_explicit = has(&scan, CAT_WEB_EXPLICIT);
+    d->signals.is_volatile = volatile_class || volatile_words;
+    d->signals.explicit_request = web_explicit || has(&scan, CAT_SEARCH_VERB) ||
+                                  has(&scan, CAT_REQUEST);
+
+    if (is_command(policy, &scan)) {
+        set_route(d, POLICY_ROUTE_COMMAND, 1, R_HARD_COMMAND);
+    } else if (has(&scan, CAT_VETO)) {
+        set_route(d, POLICY_ROUTE_LLM_ONLY, 1, R_USER_TOOL_VETO);
+        if (has(&scan, CAT_ANALYSIS))
+            d->intent = POLICY_INTENT_ANALYSIS;
+    } else if (has(&scan, CAT_LIBRARY)) {
+        set_route(d, POLICY_ROUTE_LOCAL_MEMORY, 1, R_LIBRARY_REQUEST);
+    } else if (has(&scan, CAT_MEMORY)) {
+        set_route(d, POLICY_ROUTE_LOCAL_MEMORY, 1, R_PERSONAL_MEMORY);
+    } else if (has(&scan, CAT_CONVERSION)) {
+        set_route(d, POLICY_ROUTE_CONVERSION, 1, R_CONVERSION);
+        force(policy, ctx, d, policy->route_tool[POLICY_ROUTE_CONVERSION]);
+    } else {
+        paper_search = policy_has_paper_noun(&scan) &&
+                       (scan.lex.categories & (CAT_BIT(CAT_SEARCH_VERB) | CAT_BIT(CAT_REQUEST) |
+                                               CAT_BIT(CAT_RECENCY) | CAT_BIT(CAT_OPEN_ACCESS) |
+                                               CAT_BIT(CAT_YEAR_RULE) | CAT_BIT(CAT_COUNT_LEAD) |
+                                               CAT_BIT(CAT_NUMBER)));
+        if (has(&scan, CAT_NOT_SEARCH)) {
+            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_CONSENSUS_NOT_SEARCH);
+        } else if (paper_search) {
+            set_route(d, POLICY_ROUTE_WEBSEARCH, 0, R_PAPER_SEARCH);
+            decide_search(policy, ctx, &scan, d);
+        } else if (web_explicit || volatile_class ||
+                   (volatile_words && d->signals.topic_class >= 0)) {
+            set_route(d, POLICY_ROUTE_WEBSEARCH, 0,
+                      web_explicit ? R_WEB_EXPLICIT : R_VOLATILE_TOPIC);
+            decide_search(policy, ctx, &scan, d);
+        } else if (has(&scan, CAT_ANALYSIS) || has(&scan, CAT_PAPER_REF)) {
+            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_ANALYSIS);
+            d->intent = POLICY_INTENT_ANALYSIS;
+        } else if (has(&scan, CAT_SEARCH_VERB)) {
+            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_FIND_WITHOUT_PAPER_NOUN);
+        } else if (has(&scan, CAT_SMALLTALK)) {
+            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_SMALLTALK);
+        } else {
+            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_DEFAULT_LLM);
+        }
+    }
+    if (scan.lex.truncated || cut)
+        policy_add_reason(d, R_INPUT_TRUNCATED);
+}

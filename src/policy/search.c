@@ -1,0 +1,352 @@
+/*
+ * search.c — the search policy of a search turn: year filters, count,
+ * open access and the query (the topic with the request phrasing
+ * stripped and a deictic "this topic" resolved to the topic hint).
+ *
+ * Each step marks the tokens it used as consumed, so what is left of the
+ * request's sentence is the topic. Nothing here allocates.
+ */
+#include <string.h>
+
+#include "policy/policy_int.h"
+
+static void consume(struct policy_scan *scan, uint32_t start, uint32_t n)
+{
+    for (uint32_t i = start; i < start + n && i < scan->lex.n_tokens; i++)
+        scan->consumed[i] = 1;
+}
+
+static int any_consumed(const struct policy_scan *scan, uint32_t start, uint32_t n)
+{
+    for (uint32_t i = start; i < start + n && i < scan->lex.n_tokens; i++)
+        if (scan->consumed[i])
+            return 1;
+    return 0;
+}
+
+static int clamp_year(int year, int now_year, struct policy_decision *d)
+{
+    if (year < POLICY_YEAR_MIN) {
+        policy_add_reason(d, R_YEAR_CLAMPED);
+        return POLICY_YEAR_MIN;
+    }
+    if (year > now_year) {
+        policy_add_reason(d, R_YEAR_CLAMPED);
+        return now_year;
+    }
+    return year;
+}
+
+/* Applies one year rule; returns nonzero when it set an explicit filter. */
+static int apply_year_rule(const struct policy_context *ctx, const struct lex_match *m,
+                           struct policy_decision *d)
+{
+    int action = m->value / 1000, fixed = m->value % 1000;
+    int n = fixed ? fixed : m->slot[0];
+    int y1 = m->slot[0], y2 = m->slot[1];
+    struct policy_search *s = &d->search;
+
+    switch (action) {
+    case YEAR_WINDOW:
+        if (n <= 0) {
+            policy_add_reason(d, R_YEAR_WINDOW_ZERO);
+            return 0;
+        }
+        s->year_from = n > ctx->now_year ? POLICY_YEAR_MIN - 1 : ctx->now_year - n + 1;
+        s->year_to = ctx->now_year;
+        policy_add_reason(d, R_YEAR_WINDOW);
+        return 1;
+    case YEAR_SINCE:
+    case YEAR_AFTER:
+        s->year_from = action == YEAR_AFTER ? y1 + 1 : y1;
+        policy_add_reason(d, R_YEAR_SINCE);
+        return 1;
+    case YEAR_BEFORE:
+    case YEAR_UNTIL:
+        s->year_to = action == YEAR_BEFORE ? y1 - 1 : y1;
+        policy_add_reason(d, R_YEAR_UNTIL);
+        return 1;
+    case YEAR_EXACT:
+        s->year_from = s->year_to = y1;
+        policy_add_reason(d, R_YEAR_EXACT);
+        return 1;
+    case YEAR_RANGE:
+        if (y1 > y2) {
+            int t = y1;
+            y1 = y2;
+            y2 = t;
+            policy_add_reason(d, R_YEAR_RANGE_REVERSED);
+        }
+        s->year_from = y1;
+        s->year_to = y2;
+        policy_add_reason(d, R_YEAR_RANGE);
+        return 1;
+    case YEAR_AGO:
+        s->year_from = s->year_to = ctx->now_year - n;
+        policy_add_reason(d, R_YEAR_EXACT);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void apply_years(const struct policy *policy, const struct policy_context *ctx,
+                        struct policy_scan *scan, struct policy_decision *d)
+{
+    const struct lex_result *lex = &scan->lex;
+    struct policy_search *s = &d->search;
+    uint32_t covered = 0;
+    int explicit_years = 0;
+
+    for (uint32_t i = 0; i < lex->n_matches; i++) {
+        const struct lex_match *best = &lex->matches[i];
+        if (best->category != CAT_YEAR_RULE || best->start < covered)
+            continue;
+        /* Matches at one position are adjacent: take the longest rule. */
+        for (uint32_t k = i + 1; k < lex->n_matches && lex->matches[k].start == best->start; k++)
+            if (lex->matches[k].category == CAT_YEAR_RULE && lex->matches[k].n > best->n)
+                best = &lex->matches[k];
+        covered = best->start + best->n;
+        consume(scan, best->start, best->n);
+        explicit_years |= apply_year_rule(ctx, best, d);
+    }
+    if (lex->categories & CAT_BIT(CAT_RECENCY)) {
+        if (explicit_years) {
+            policy_add_reason(d, R_EXPLICIT_YEARS_OVER_RECENCY);
+        } else {
+            s->year_from = ctx->now_year - policy->recent_window_years + 1;
+            s->year_to = ctx->now_year;
+            policy_add_reason(d, R_RECENCY_WINDOW);
+        }
+    }
+    if (s->year_from)
+        s->year_from = clamp_year(s->year_from, ctx->now_year, d);
+    if (s->year_to)
+        s->year_to = clamp_year(s->year_to, ctx->now_year, d);
+    if (s->year_from && s->year_to && s->year_from > s->year_to) {
+        int t = s->year_from;
+        s->year_from = s->year_to;
+        s->year_to = t;
+        policy_add_reason(d, R_YEAR_RANGE_REVERSED);
+    }
+}
+
+/* A number at tokens [start, start+n) is a count when a paper/count noun
+ * follows within the window (no break, no other number between) or a
+ * count lead ("top") precedes it, and no time unit ("years") follows. */
+static int count_noun_after(const struct policy *policy, const struct policy_scan *scan,
+                            const uint64_t *noun_at, uint32_t start, uint32_t n)
+{
+    const struct lex_result *lex = &scan->lex;
+    uint32_t next = start + n;
+
+    if (any_consumed(scan, start, n))
+        return -1;
+    if (next < lex->n_tokens && lex_token_is(&policy->lex, lex, next, CAT_TIME_UNIT))
+        return -1;
+    if (start > 0 && !(lex->tokens[start].flags & (LEX_SENTENCE | LEX_BREAK)) &&
+        lex_token_is(&policy->lex, lex, start - 1, CAT_COUNT_LEAD))
+        return (int)start - 1;
+    for (uint32_t k = next; k < lex->n_tokens && k <= next + (uint32_t)policy->count_window; k++) {
+        if (lex->tokens[k].flags & (LEX_SENTENCE | LEX_BREAK))
+            break;
+        if (noun_at[k / 64] >> (k % 64) & 1)
+            return (int)k;
+        if (lex->tokens[k].number >= 0)
+            break;
+    }
+    return -1;
+}
+
+static void apply_count(const struct policy *policy, struct policy_scan *scan,
+                        struct policy_decision *d)
+{
+    const struct lex_result *lex = &scan->lex;
+    uint64_t noun_at[LEX_MAX_TOKENS / 64] = {0};
+    uint32_t best_start = UINT32_MAX, best_n = 0;
+    int best_value = 0, best_anchor = -1;
+
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        if (match->category == CAT_PAPER_NOUN || match->category == CAT_COUNT_NOUN)
+            noun_at[match->start / 64] |= (uint64_t)1 << (match->start % 64);
+    }
+    /* Multi-word number phrases ("a few", "a couple of"). */
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        int anchor;
+        if (match->category != CAT_NUMBER || match->n < 2 || match->start >= best_start)
+            continue;
+        anchor = count_noun_after(policy, scan, noun_at, match->start, match->n);
+        if (anchor >= 0) {
+            best_start = match->start;
+            best_n = match->n;
+            best_value = match->value;
+            best_anchor = anchor;
+        }
+    }
+    /* Digits and single number words. */
+    for (uint32_t i = 0; i < lex->n_tokens && i < best_start; i++) {
+        const struct lex_token *tok = &lex->tokens[i];
+        int anchor;
+        if (tok->number < 0 || ((tok->flags & LEX_NUMERIC) && tok->len == 4 && tok->number >= 1000))
+            continue;
+        anchor = count_noun_after(policy, scan, noun_at, i, 1);
+        if (anchor >= 0) {
+            best_start = i;
+            best_n = 1;
+            best_value = tok->number;
+            best_anchor = anchor;
+            break;
+        }
+    }
+    if (best_anchor < 0) {
+        d->search.count = policy->default_count;
+        policy_add_reason(d, R_COUNT_DEFAULT);
+        return;
+    }
+    consume(scan, best_start, best_n);
+    if ((uint32_t)best_anchor < best_start || lex_token_is(&policy->lex, lex, (uint32_t)best_anchor, CAT_COUNT_NOUN))
+        consume(scan, (uint32_t)best_anchor, 1);
+    policy_add_reason(d, R_COUNT_EXPLICIT);
+    if (best_value < 1 || best_value > policy->max_count) {
+        best_value = best_value < 1 ? 1 : policy->max_count;
+        policy_add_reason(d, R_COUNT_CLAMPED);
+    }
+    d->search.count = best_value;
+}
+
+/* Appends `len` bytes to the query, with a separator, if they fit. */
+static int query_add(struct policy_search *s, const char *text, size_t len, char sep)
+{
+    size_t need = len + (s->query_len && sep ? 1 : 0);
+
+    if (s->query_len + need >= POLICY_QUERY_MAX)
+        return 0;
+    if (s->query_len && sep)
+        s->query[s->query_len++] = sep;
+    memcpy(s->query + s->query_len, text, len);
+    s->query_len += len;
+    s->query[s->query_len] = '\0';
+    return 1;
+}
+
+static int is_edge_word(const struct policy *policy, const struct lex_result *lex, uint32_t i)
+{
+    return lex_token_is(&policy->lex, lex, i, CAT_FILLER) ||
+           lex_token_is(&policy->lex, lex, i, CAT_TOPIC_LEAD);
+}
+
+/* Finds the token span that holds the topic: after the first topic lead
+ * that follows the request ("papers on …"), else the sentence of the
+ * request itself. */
+static void topic_span(const struct policy_scan *scan, uint32_t *from, uint32_t *to)
+{
+    const struct lex_result *lex = &scan->lex;
+    uint32_t start = UINT32_MAX, head = UINT32_MAX;
+    const uint64_t head_cats = CAT_BIT(CAT_PAPER_NOUN) | CAT_BIT(CAT_SEARCH_VERB) |
+                               CAT_BIT(CAT_REQUEST) | CAT_BIT(CAT_WEB_EXPLICIT) |
+                               CAT_BIT(CAT_RECENCY) | CAT_BIT(CAT_TOPIC_CLASS);
+
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        if ((CAT_BIT(match->category) & head_cats) && match->start < head)
+            head = match->start;
+        if (match->category == CAT_TOPIC_LEAD && head != UINT32_MAX && match->start > 0 &&
+            scan->consumed[match->start - 1]) {
+            start = match->start + match->n;
+            break;
+        }
+    }
+    if (start == UINT32_MAX) {
+        if (head == UINT32_MAX)
+            head = 0;
+        start = head;
+        while (start > 0 && !(lex->tokens[start].flags & LEX_SENTENCE))
+            start--;
+    }
+    *from = start;
+    *to = start;
+    while (*to < lex->n_tokens && (*to == start || !(lex->tokens[*to].flags & LEX_SENTENCE)))
+        (*to)++;
+}
+
+/* Returns the longest deictic phrase starting at token i, or NULL. */
+static const struct lex_match *deictic_at(const struct lex_result *lex, uint32_t i)
+{
+    const struct lex_match *best = NULL;
+
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        if (match->category == CAT_DEICTIC && match->start == i && (!best || match->n > best->n))
+            best = match;
+    }
+    return best;
+}
+
+static void build_query(const struct policy *policy, const struct policy_context *ctx,
+                        struct policy_scan *scan, struct policy_decision *d)
+{
+    const struct lex_result *lex = &scan->lex;
+    struct policy_search *s = &d->search;
+    uint32_t from, to, kept = 0, last_emitted = UINT32_MAX;
+
+    topic_span(scan, &from, &to);
+    /* Trim consumed tokens and filler words off both ends. */
+    while (from < to && (scan->consumed[from] || is_edge_word(policy, lex, from)))
+        from++;
+    while (to > from && (scan->consumed[to - 1] || is_edge_word(policy, lex, to - 1)))
+        to--;
+    for (uint32_t i = from; i < to; i++)
+        kept += !scan->consumed[i];
+    for (uint32_t i = from; i < to; i++) {
+        const struct lex_token *tok = &lex->tokens[i];
+        const struct lex_match *deictic;
+        if (scan->consumed[i])
+            continue;
+        deictic = deictic_at(lex, i);
+        /* A lone "it"/"this" counts only when it is the whole topic. */
+        if (deictic && (deictic->n > 1 || kept == 1) && i + deictic->n <= to) {
+            policy_add_reason(d, R_DEICTIC_TOPIC);
+            if (ctx->topic_hint_len)
+                query_add(s, ctx->topic_hint, ctx->topic_hint_len, ' ');
+            i += deictic->n - 1;
+            last_emitted = UINT32_MAX;
+            continue;
+        }
+        if (!query_add(s, scan->text + tok->start, tok->len,
+                       (tok->flags & LEX_JOINED) && last_emitted == i - 1 ? '-' : ' '))
+            break;
+        last_emitted = i;
+    }
+    if (s->query_len == 0 && ctx->topic_hint_len) {
+        query_add(s, ctx->topic_hint, ctx->topic_hint_len, ' ');
+        policy_add_reason(d, R_TOPIC_FROM_HINT);
+    }
+    if (s->query_len && (lex->categories & CAT_BIT(CAT_REQUEST)))
+        policy_add_reason(d, R_REQUEST_PHRASING_STRIPPED);
+}
+
+void policy_fill_search(const struct policy *policy, const struct policy_context *ctx,
+                        struct policy_scan *scan, struct policy_decision *d)
+{
+    const struct lex_result *lex = &scan->lex;
+    const uint64_t stripped = CAT_BIT(CAT_REQUEST) | CAT_BIT(CAT_SEARCH_VERB) |
+                              CAT_BIT(CAT_PAPER_NOUN) | CAT_BIT(CAT_RECENCY) |
+                              CAT_BIT(CAT_OPEN_ACCESS) | CAT_BIT(CAT_WEB_EXPLICIT);
+
+    memset(scan->consumed, 0, lex->n_tokens);
+    d->has_search = 1;
+    d->search.year_from = d->search.year_to = 0;
+    d->search.open_access_only = 0;
+    apply_years(policy, ctx, scan, d);
+    apply_count(policy, scan, d);
+    if (lex->categories & CAT_BIT(CAT_OPEN_ACCESS)) {
+        d->search.open_access_only = 1;
+        policy_add_reason(d, R_OPEN_ACCESS);
+    }
+    for (uint32_t m = 0; m < lex->n_matches; m++)
+        if (CAT_BIT(lex->matches[m].category) & stripped)
+            consume(scan, lex->matches[m].start, lex->matches[m].n);
+    build_query(policy, ctx, scan, d);
+}
