@@ -265,8 +265,7 @@ void policy_decide(const struct policy *policy, const struct policy_context *ctx
     volatile_words = has(&scan, CAT_VOLATILE) || has(&scan, CAT_RECENCY);
     web_explicit = has(&scan, CAT_WEB_EXPLICIT);
     d->signals.is_volatile = volatile_class || volatile_words;
-    d->signals.explicit_request = web_explicit || has(&scan, CAT_SEARCH_VERB) ||
-                                  has(&scan, CAT_REQUEST);
+    d->signals.explicit_request = web_explicit || has(&scan, CAT_SEARCH_VERB);
 
     if (is_command(policy, &scan)) {
         set_route(d, POLICY_ROUTE_COMMAND, 1, R_HARD_COMMAND);
@@ -280,7 +279,6 @@ void policy_decide(const struct policy *policy, const struct policy_context *ctx
         set_route(d, POLICY_ROUTE_LOCAL_MEMORY, 1, R_PERSONAL_MEMORY);
     } else if (has(&scan, CAT_CONVERSION)) {
         set_route(d, POLICY_ROUTE_CONVERSION, 1, R_CONVERSION);
-        force(policy, ctx, d, policy->route_tool[POLICY_ROUTE_CONVERSION]);
     } else {
         paper_search = policy_has_paper_noun(&scan) &&
                        (scan.lex.categories & (CAT_BIT(CAT_SEARCH_VERB) | CAT_BIT(CAT_REQUEST) |
@@ -308,6 +306,11 @@ void policy_decide(const struct policy *policy, const struct policy_context *ctx
             set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_DEFAULT_LLM);
         }
     }
+    /* A route the pack binds to a tool (conversion_tool: convert_units)
+     * forces it, unless the search rules already forced one. */
+    if (d->force_tool < 0 && d->intent != POLICY_INTENT_CLARIFY &&
+        policy->route_tool[d->route] >= 0)
+        force(policy, ctx, d, policy->route_tool[d->route]);
     if (scan.lex.truncated || cut)
         policy_add_reason(d, R_INPUT_TRUNCATED);
 }

@@ -1,0 +1,46 @@
+/*
+ * replay.h — the replay harness: JSON fixtures of conversations with the
+ * decisions each turn must produce, run against the real policy.
+ *
+ * A fixture file holds one case, an array of cases, or JSON lines. A case:
+ *   {"name", "pack", "now"?, "role"?, "context"?: {"topic_hint", "tools"},
+ *    "notes"?, "turns": [{"user", "context"?, "expect": {…}}]}
+ * Only keys present in `expect` are checked; null means "must be null";
+ * an unknown key anywhere is a fixture error, never ignored. The expect
+ * keys are one table in expect.c: adding one is adding a row.
+ */
+#ifndef KEEL_REPLAY_REPLAY_H
+#define KEEL_REPLAY_REPLAY_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "core/error.h"
+
+#define REPLAY_FILE_MAX (16u << 20)
+
+struct replay_stats {
+    int passed;   /* cases whose every turn met every expectation */
+    int failed;   /* cases with a mismatch or a fixture error */
+};
+
+struct replay;
+
+/* Creates a runner that loads packs from `packs_dir` (NULL: the default)
+ * and prints failures to `out`. NULL when out of memory. */
+struct replay *replay_new(const char *packs_dir, FILE *out);
+
+/* Frees the runner and the packs it loaded. NULL is a no-op. */
+void replay_free(struct replay *replay);
+
+/* Runs a fixture file, or every *.json / *.jsonl under a directory (in
+ * name order). Case results go into `stats`; a path that cannot be read
+ * fails with err set (and counts as one failed case). */
+int replay_run_path(struct replay *replay, const char *path, struct replay_stats *stats,
+                    struct keel_error *err);
+
+/* Runs the fixtures in `n` bytes of text; `origin` names them in output. */
+void replay_run_text(struct replay *replay, const char *text, size_t n, const char *origin,
+                     struct replay_stats *stats);
+
+#endif

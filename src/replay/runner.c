@@ -1,0 +1,378 @@
+/*
+ * runner.c — reads fixture files, runs each case's turns through the
+ * policy of its pack and reports every mismatch as
+ *   FAIL origin: case "name" turn N: field: expected X, actual Y
+ * Packs are loaded once per runner and kept until replay_free().
+ */
+#include "replay/replay.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/file.h"
+#include "core/json.h"
+#include "pack/pack.h"
+#include "policy/policy.h"
+#include "replay/expect.h"
+
+#define REPLAY_MAX_PACKS 16
+#define REPLAY_MAX_TOOLS 64
+
+struct loaded_pack {
+    struct pack *pack;
+    struct policy *policy;
+};
+
+struct replay {
+    char *packs_dir;
+    FILE *out;
+    struct loaded_pack packs[REPLAY_MAX_PACKS];
+    size_t n_packs;
+};
+
+struct replay *replay_new(const char *packs_dir, FILE *out)
+{
+    struct replay *replay = keel_calloc(1, sizeof(*replay));
+
+    if (!replay)
+        return NULL;
+    replay->out = out ? out : stdout;
+    if (packs_dir && !(replay->packs_dir = keel_strdup(packs_dir))) {
+        keel_free(replay);
+        return NULL;
+    }
+    return replay;
+}
+
+void replay_free(struct replay *replay)
+{
+    if (!replay)
+        return;
+    for (size_t i = 0; i < replay->n_packs; i++) {
+        policy_free(replay->packs[i].policy);
+        pack_free(replay->packs[i].pack);
+    }
+    keel_free(replay->packs_dir);
+    keel_free(replay);
+}
+
+static int get_policy(struct replay *replay, const char *name, struct policy **out,
+                      struct keel_error *err)
+{
+    struct loaded_pack *slot;
+    int rc;
+
+    for (size_t i = 0; i < replay->n_packs; i++)
+        if (!strcmp(replay->packs[i].pack->name, name)) {
+            *out = replay->packs[i].policy;
+            return KEEL_OK;
+        }
+    if (replay->n_packs == REPLAY_MAX_PACKS)
+        return keel_error_set(err, KEEL_ETOOBIG, "pack", "more than %d packs in one run",
+                              REPLAY_MAX_PACKS);
+    slot = &replay->packs[replay->n_packs];
+    if ((rc = pack_load(replay->packs_dir, name, &slot->pack, err)))
+        return rc;
+    if ((rc = policy_new(slot->pack, &slot->policy, err))) {
+        pack_free(slot->pack);
+        slot->pack = NULL;
+        return rc;
+    }
+    replay->n_packs++;
+    *out = slot->policy;
+    return KEEL_OK;
+}
+
+struct failure_ctx {
+    struct replay *replay;
+    const char *origin;
+    const char *name;
+    size_t turn;
+};
+
+static void print_value(FILE *out, const json_t *value)
+{
+    char *text = value ? json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+
+    fputs(text ? text : "(missing)", out);
+    keel_free(text);
+}
+
+static void report_mismatch(void *opaque, const char *field, const json_t *expected,
+                            const json_t *actual)
+{
+    struct failure_ctx *f = opaque;
+    FILE *out = f->replay->out;
+
+    fprintf(out, "FAIL %s: case \"%s\" turn %zu: %s: expected ", f->origin, f->name, f->turn, field);
+    print_value(out, expected);
+    fputs(", actual ", out);
+    print_value(out, actual);
+    fputc('\n', out);
+}
+
+/* Reads {topic_hint, tools} into the out parameters (unchanged when absent). */
+static int read_context(const json_t *context, const char *path, const char **topic_hint,
+                        const char **tools, size_t *n_tools, int *tools_given,
+                        struct keel_error *err)
+{
+    static const char *const keys[] = {"topic_hint", "tools", NULL};
+    char field[KEEL_JSON_PATH_MAX];
+    json_t *hint, *list, *item;
+    size_t i;
+    int rc;
+
+    if (!context)
+        return KEEL_OK;
+    if (!json_is_object(context))
+        return keel_error_set(err, KEEL_EINVAL, path, "must be an object");
+    if ((rc = keel_json_check_keys(context, keys, path, err)))
+        return rc;
+    hint = json_object_get(context, "topic_hint");
+    if (hint) {
+        keel_json_path_key(field, sizeof(field), path, "topic_hint");
+        if (!json_is_string(hint) && !json_is_null(hint))
+            return keel_error_set(err, KEEL_EINVAL, field, "must be a string or null");
+        *topic_hint = json_is_string(hint) ? json_string_value(hint) : NULL;
+    }
+    list = json_object_get(context, "tools");
+    if (list) {
+        keel_json_path_key(field, sizeof(field), path, "tools");
+        if (!json_is_array(list) || json_array_size(list) > REPLAY_MAX_TOOLS)
+            return keel_error_set(err, KEEL_EINVAL, field, "must be a list of at most %d tool names",
+                                  REPLAY_MAX_TOOLS);
+        json_array_foreach(list, i, item) {
+            if (!json_is_string(item))
+                return keel_error_set(err, KEEL_EINVAL, field, "item %zu must be a string", i);
+            tools[i] = json_string_value(item);
+        }
+        *n_tools = json_array_size(list);
+        *tools_given = 1;
+    }
+    return KEEL_OK;
+}
+
+/* Runs one case. Returns KEEL_OK (pass), KEEL_EFAIL (mismatch, already
+ * printed) or another code for a fixture error described in err. */
+static int run_case(struct replay *replay, const json_t *c, const char *origin,
+                    const char *name, struct keel_error *err)
+{
+    static const char *const case_keys[] = {"name", "pack", "now", "role", "context", "notes",
+                                            "turns", NULL};
+    static const char *const turn_keys[] = {"user", "context", "expect", NULL};
+    const char *pack_name = NULL, *now_text = NULL, *role = NULL, *notes = NULL;
+    const char *case_hint = NULL, *case_tools[REPLAY_MAX_TOOLS];
+    size_t case_n_tools = 0;
+    int case_tools_given = 0, failed = 0, rc;
+    struct policy *policy = NULL;
+    json_t *turns, *turn;
+    int64_t now;
+    size_t i;
+
+    if ((rc = keel_json_check_keys(c, case_keys, "", err)) ||
+        (rc = keel_json_get_string(c, "pack", 1, "", &pack_name, err)) ||
+        (rc = keel_json_get_string(c, "now", 0, "", &now_text, err)) ||
+        (rc = keel_json_get_string(c, "role", 0, "", &role, err)) ||
+        (rc = keel_json_get_string(c, "notes", 0, "", &notes, err)) ||
+        (rc = read_context(json_object_get(c, "context"), "context", &case_hint, case_tools,
+                           &case_n_tools, &case_tools_given, err)))
+        return rc;
+    if (now_text) {
+        if ((rc = keel_time_parse(now_text, strlen(now_text), &now, "now", err)))
+            return rc;
+    } else if (keel_clock_pinned()) {
+        now = keel_clock_now();
+    } else {
+        return keel_error_set(err, KEEL_EINVAL, "now",
+                              "is required (or pin the clock with KEEL_NOW) so the case is reproducible");
+    }
+    turns = json_object_get(c, "turns");
+    if (!json_is_array(turns) || json_array_size(turns) == 0)
+        return keel_error_set(err, KEEL_EINVAL, "turns", "must be a non-empty list of turns");
+    if ((rc = get_policy(replay, pack_name, &policy, err)))
+        return rc;
+    json_array_foreach(turns, i, turn) {
+        char path[KEEL_JSON_PATH_MAX];
+        const char *user = NULL, *hint = case_hint, *tools[REPLAY_MAX_TOOLS];
+        size_t n_tools = case_n_tools;
+        int tools_given = case_tools_given, mismatches = 0;
+        struct policy_context ctx;
+        struct policy_decision decision;
+        struct failure_ctx report = {replay, origin, name, i + 1};
+        json_t *actual;
+
+        memcpy(tools, case_tools, case_n_tools * sizeof(tools[0]));
+        keel_json_path_index(path, sizeof(path), "turns", i);
+        if (!json_is_object(turn))
+            return keel_error_set(err, KEEL_EINVAL, path, "must be an object");
+        {
+            char field[KEEL_JSON_PATH_MAX];
+            keel_json_path_key(field, sizeof(field), path, "context");
+            if ((rc = keel_json_check_keys(turn, turn_keys, path, err)) ||
+                (rc = keel_json_get_string(turn, "user", 1, path, &user, err)) ||
+                (rc = read_context(json_object_get(turn, "context"), field, &hint, tools,
+                                   &n_tools, &tools_given, err)))
+                return rc;
+        }
+        if ((rc = policy_context_init(&ctx, policy, role, tools_given ? tools : NULL, n_tools,
+                                      hint, now, err)))
+            return rc;
+        policy_decide(policy, &ctx, user, strlen(user), &decision);
+        actual = policy_decision_json(policy, &decision);
+        if (!actual)
+            return keel_error_set(err, KEEL_ENOMEM, path, "out of memory");
+        {
+            char field[KEEL_JSON_PATH_MAX];
+            json_t *expect = json_object_get(turn, "expect");
+            keel_json_path_key(field, sizeof(field), path, "expect");
+            if (!expect)
+                rc = keel_error_set(err, KEEL_EINVAL, field, "is required");
+            else if ((rc = expect_check(expect, actual, "", report_mismatch, &report,
+                                        &mismatches, err)) != KEEL_OK) {
+                /* Name the fixture field in full: turns[i].expect.… */
+                char full[KEEL_JSON_PATH_MAX + KEEL_ERROR_FIELD_MAX + 2];
+                char message[KEEL_ERROR_MESSAGE_MAX];
+                snprintf(full, sizeof(full), "%s.%s", field, err->field);
+                snprintf(message, sizeof(message), "%s", err->message);
+                keel_error_set(err, rc, full, "%s", message);
+            }
+        }
+        json_decref(actual);
+        if (rc)
+            return rc;
+        failed |= mismatches > 0;
+    }
+    return failed ? KEEL_EFAIL : KEEL_OK;
+}
+
+static void run_value(struct replay *replay, const json_t *value, const char *origin,
+                      size_t *index, struct replay_stats *stats)
+{
+    struct keel_error err;
+    const char *name = NULL;
+    char label[96];
+    int rc;
+
+    if (json_is_array(value)) {
+        json_t *item;
+        size_t i;
+        json_array_foreach(value, i, item)
+            run_value(replay, item, origin, index, stats);
+        return;
+    }
+    keel_error_clear(&err);
+    snprintf(label, sizeof(label), "#%zu", *index + 1);
+    (*index)++;
+    if (!json_is_object(value)) {
+        rc = keel_error_set(&err, KEEL_EINVAL, "", "a case must be an object, not %s",
+                            keel_json_type_name(value));
+    } else {
+        json_t *n = json_object_get(value, "name");
+        name = json_is_string(n) ? json_string_value(n) : NULL;
+        rc = name ? run_case(replay, value, origin, name, &err)
+                  : keel_error_set(&err, KEEL_EINVAL, "name", "is required");
+    }
+    if (rc == KEEL_OK) {
+        stats->passed++;
+        return;
+    }
+    stats->failed++;
+    if (rc != KEEL_EFAIL) {
+        char text[KEEL_ERROR_FIELD_MAX + KEEL_ERROR_MESSAGE_MAX + 4];
+        fprintf(replay->out, "ERROR %s: case \"%s\": %s\n", origin, name ? name : label,
+                keel_error_format(&err, text, sizeof(text)));
+    }
+}
+
+void replay_run_text(struct replay *replay, const char *text, size_t n, const char *origin,
+                     struct replay_stats *stats)
+{
+    size_t offset = 0, index = 0;
+
+    for (;;) {
+        json_error_t jerr;
+        json_t *value;
+        while (offset < n && (text[offset] == ' ' || text[offset] == '\n' ||
+                              text[offset] == '\r' || text[offset] == '\t'))
+            offset++;
+        if (offset >= n)
+            break;
+        value = json_loadb(text + offset, n - offset,
+                           JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &jerr);
+        if (!value) {
+            fprintf(replay->out, "ERROR %s: invalid JSON near line %d column %d: %s\n", origin,
+                    jerr.line, jerr.column, jerr.text);
+            stats->failed++;
+            return;
+        }
+        run_value(replay, value, origin, &index, stats);
+        json_decref(value);
+        if (jerr.position <= 0)
+            break;
+        offset += (size_t)jerr.position;
+    }
+    if (index == 0) {
+        fprintf(replay->out, "ERROR %s: no cases\n", origin);
+        stats->failed++;
+    }
+}
+
+static int is_fixture_name(const char *name)
+{
+    size_t n = strlen(name);
+
+    return name[0] != '.' && ((n > 5 && !strcmp(name + n - 5, ".json")) ||
+                              (n > 6 && !strcmp(name + n - 6, ".jsonl")));
+}
+
+static int run_dir(struct replay *replay, const char *path, struct replay_stats *stats,
+                   struct keel_error *err)
+{
+    struct dirent **entries;
+    int n = scandir(path, &entries, NULL, alphasort), rc = KEEL_OK;
+
+    if (n < 0)
+        return keel_error_set(err, KEEL_EIO, path, "cannot read directory");
+    for (int i = 0; i < n; i++) {
+        char child[4096];
+        const char *name = entries[i]->d_name;
+        if (name[0] != '.') {
+            snprintf(child, sizeof(child), "%s/%s", path, name);
+            if (keel_is_dir(child)) {
+                int sub = run_dir(replay, child, stats, err);
+                rc = rc ? rc : sub;
+            } else if (is_fixture_name(name)) {
+                int sub = replay_run_path(replay, child, stats, err);
+                rc = rc ? rc : sub;
+            }
+        }
+        free(entries[i]);
+    }
+    free(entries);
+    return rc;
+}
+
+int replay_run_path(struct replay *replay, const char *path, struct replay_stats *stats,
+                    struct keel_error *err)
+{
+    struct keel_buf text;
+    int rc;
+
+    if (keel_is_dir(path))
+        return run_dir(replay, path, stats, err);
+    keel_buf_init(&text, REPLAY_FILE_MAX + 1);
+    rc = keel_file_read(path, REPLAY_FILE_MAX, &text, err);
+    if (rc) {
+        char message[KEEL_ERROR_FIELD_MAX + KEEL_ERROR_MESSAGE_MAX + 4];
+        fprintf(replay->out, "ERROR %s\n", keel_error_format(err, message, sizeof(message)));
+        stats->failed++;
+    } else {
+        replay_run_text(replay, text.data, text.len, path, stats);
+    }
+    keel_buf_release(&text);
+    return rc;
+}

@@ -1,0 +1,30 @@
+/*
+ * unit.h — shared by the Check unit tests: the suite constructors and a
+ * fixture that fails a test which leaves keel allocations behind.
+ *
+ * Every test runs in its own process (Check's fork mode), so a crash, an
+ * overflow caught by ASan or a leak fails that test alone.
+ */
+#ifndef KEEL_TESTS_UNIT_H
+#define KEEL_TESTS_UNIT_H
+
+#include <check.h>
+
+/* Adds the leak-check fixture: setup initialises jansson on keel's
+ * allocator and records the live allocation count; teardown asserts it is
+ * back where it started. */
+void unit_leak_fixture(TCase *tc);
+
+/* Path of the project root (KEEL_ROOT, else "."), for packs and fixtures. */
+const char *unit_root(void);
+
+/* One constructor per tests/unit/test_*.c file. */
+Suite *suite_core(void);
+Suite *suite_clock(void);
+Suite *suite_yaml(void);
+Suite *suite_pack(void);
+Suite *suite_lexicon(void);
+Suite *suite_policy(void);
+Suite *suite_replay(void);
+
+#endif
