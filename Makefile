@@ -17,11 +17,12 @@ SANITIZE  ?=
 BENCH     ?=
 FUZZ_SECONDS ?= 60
 
+BUILD     ?= build
 ifneq ($(SANITIZE),)
-O         := build/san
+O         := $(BUILD)/san
 SANFLAGS  := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 else
-O         := build
+O         := $(BUILD)
 SANFLAGS  :=
 endif
 
@@ -89,7 +90,7 @@ bench: $(BENCHBIN)
 
 # libFuzzer needs clang; the fuzz build has its own object tree.
 FUZZ_CC     ?= clang
-FUZZ_O      := build/fuzz
+FUZZ_O      := $(BUILD)/fuzz
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc $(PKG_CFLAGS) \
                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_BINS   := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_O)/%)
@@ -107,6 +108,6 @@ run: $(KEEL)
 	sh scripts/run-main
 
 clean:
-	rm -rf build
+	rm -rf $(BUILD)
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(BENCH_OBJ:.o=.d)
