@@ -105,7 +105,7 @@ fuzz: fuzz-build
 	KEEL_ROOT=$(CURDIR) FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh $(FUZZ_BINS)
 
 run: $(KEEL)
-	sh scripts/run-main
+	$(KEEL) policy shell
 
 clean:
 	rm -rf $(BUILD)

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "core/buf.h"
@@ -25,7 +26,9 @@ static void explain_usage(FILE *out)
             "                 an empty string means none)\n"
             "  --now TIME     the clock, RFC 3339 or a date (default: KEEL_NOW or now)\n"
             "  --packs DIR    packs directory (default: KEEL_PACKS or ./packs)\n"
-            "  --json         print the decision as JSON\n");
+            "  --json         print the decision as JSON\n\n"
+            "       keel policy shell [--packs DIR]\n\n"
+            "Reads messages from standard input, one per line, and explains each.\n");
 }
 
 static void print_human(const struct policy *policy, const struct policy_decision *d)
@@ -153,6 +156,90 @@ out:
     return rc;
 }
 
+/* `keel policy shell`: read messages line by line and explain each. Lines
+ * starting with ':' change the context (:pack, :topic, :role, :quit). */
+static int shell(int argc, char **argv)
+{
+    char pack_name[PACK_NAME_MAX] = "scholar", topic[1024] = "", role[64] = "";
+    const char *packs_dir = argc > 2 && !strcmp(argv[1], "--packs") ? argv[2] : NULL;
+    char line[POLICY_MESSAGE_MAX + 2];
+    struct pack *pack = NULL;
+    struct policy *policy = NULL;
+    struct keel_error err;
+    int interactive = isatty(0), rc = 0;
+
+    if (cli_load_policy(packs_dir, pack_name, &pack, &policy, &err)) {
+        cli_report(&err);
+        return 1;
+    }
+    if (interactive)
+        printf("keel policy shell: type a message to see its decision.\n"
+               "  :pack NAME  :topic TEXT  :role ROLE  :quit\n");
+    for (;;) {
+        struct policy_context ctx;
+        struct policy_decision decision;
+        int64_t now;
+        size_t n;
+
+        if (interactive) {
+            printf("%s> ", pack_name);
+            fflush(stdout);
+        }
+        if (!fgets(line, sizeof(line), stdin))
+            break;
+        n = strlen(line);
+        if (n == sizeof(line) - 1 && line[n - 1] != '\n') {
+            int c;
+            while ((c = getchar()) != EOF && c != '\n')
+                ;
+            fprintf(stderr, "keel: message is longer than %d bytes; not decided\n", POLICY_MESSAGE_MAX);
+            continue;
+        }
+        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = '\0';
+        if (!n)
+            continue;
+        if (!strcmp(line, ":quit") || !strcmp(line, ":q"))
+            break;
+        if (!strncmp(line, ":pack ", 6)) {
+            struct pack *next_pack = NULL;
+            struct policy *next_policy = NULL;
+            if (cli_load_policy(packs_dir, line + 6, &next_pack, &next_policy, &err)) {
+                cli_report(&err);
+                continue;
+            }
+            policy_free(policy);
+            pack_free(pack);
+            pack = next_pack;
+            policy = next_policy;
+            snprintf(pack_name, sizeof(pack_name), "%s", pack->name);
+            role[0] = '\0';
+            continue;
+        }
+        if (!strncmp(line, ":topic", 6)) {
+            snprintf(topic, sizeof(topic), "%.1023s", line[6] == ' ' ? line + 7 : "");
+            continue;
+        }
+        if (!strncmp(line, ":role ", 6)) {
+            snprintf(role, sizeof(role), "%.63s", line + 6);
+            continue;
+        }
+        if (cli_now(NULL, &now, &err) ||
+            policy_context_init(&ctx, policy, role[0] ? role : NULL, NULL, 0,
+                                topic[0] ? topic : NULL, now, &err)) {
+            cli_report(&err);
+            role[0] = '\0';
+            continue;
+        }
+        policy_decide(policy, &ctx, line, n, &decision);
+        print_human(policy, &decision);
+        printf("\n");
+    }
+    policy_free(policy);
+    pack_free(pack);
+    return rc;
+}
+
 int cmd_policy(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -161,6 +248,8 @@ int cmd_policy(int argc, char **argv)
     }
     if (!strcmp(argv[1], "explain"))
         return explain(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "shell"))
+        return shell(argc - 1, argv + 1);
     fprintf(stderr, "keel: unknown policy subcommand \"%s\" (try: keel policy explain)\n", argv[1]);
     return 2;
 }

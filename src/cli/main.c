@@ -17,7 +17,7 @@ static const struct {
     int (*run)(int argc, char **argv);
     const char *summary;
 } commands[] = {
-    {"policy", cmd_policy, "policy explain \"MESSAGE\": show the policy decision and its reasons"},
+    {"policy", cmd_policy, "policy explain \"MESSAGE\" | shell: show the policy decision and its reasons"},
     {"replay", cmd_replay, "replay PATH…: run replay fixtures and report failures"},
 };
 

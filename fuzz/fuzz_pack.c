@@ -1,0 +1,36 @@
+/*
+ * fuzz_pack.c — the pack loader (YAML through libyaml into jansson, or
+ * JSON) and the policy compiler on arbitrary bytes. The first byte picks
+ * the format; a pack that loads is compiled and both are freed.
+ */
+#include <stdint.h>
+
+#include "fuzz_common.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    keel_json_init();
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct pack *pack = NULL;
+    struct policy *policy = NULL;
+    struct keel_error err;
+
+    if (size < 1)
+        return 0;
+    if (pack_parse((const char *)data + 1, size - 1, (data[0] & 1) ? "fuzz.json" : "fuzz.yaml",
+                   &pack, &err) == KEEL_OK) {
+        if (policy_new(pack, &policy, &err) == KEEL_OK)
+            policy_free(policy);
+        pack_free(pack);
+    }
+    return 0;
+}

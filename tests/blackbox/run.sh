@@ -1,0 +1,43 @@
+#!/bin/sh
+# Black-box tests: run the real keel binary ($KEEL) as a user would and
+# check its output and exit codes. Each tests/blackbox/t_*.sh file defines
+# test_* functions; every function is one test. Ends with the line
+# "blackbox: N passed, N failed" and exits 1 on any failure.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+KEEL=${KEEL:-$root/build/keel}
+export KEEL root
+export KEEL_PACKS="$root/packs"
+unset KEEL_NOW
+TMP=$(mktemp -d)
+export TMP
+trap 'rm -rf "$TMP"' EXIT INT TERM
+
+if ! command -v jq >/dev/null 2>&1; then
+    echo "blackbox: jq is required (scripts/install-deps installs it)" >&2
+    exit 1
+fi
+if [ ! -x "$KEEL" ]; then
+    echo "blackbox: no keel binary at $KEEL (run make first)" >&2
+    exit 1
+fi
+
+. "$here/lib.sh"
+
+passed=0
+failed=0
+for file in "$here"/t_*.sh; do
+    . "$file"
+    for t in $(grep -o '^test_[a-z0-9_]*' "$file"); do
+        if ( set -e; cd "$TMP"; "$t" ) > "$TMP/out.$t" 2>&1; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1))
+            echo "FAIL $(basename "$file") $t"
+            sed 's/^/    /' "$TMP/out.$t"
+        fi
+    done
+done
+echo "blackbox: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
