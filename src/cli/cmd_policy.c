@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "core/buf.h"
 #include "core/json.h"
+#include "text/utf8.h"
 
 #define MAX_TOOL_ARGS 64
 
@@ -133,6 +134,11 @@ static int explain(int argc, char **argv)
         rc = err.code == KEEL_ENOMEM ? 1 : 2;
         goto out;
     }
+    if (utf8_valid_prefix(argv[optind], strlen(argv[optind])) != strlen(argv[optind])) {
+        fprintf(stderr, "keel: MESSAGE: is not valid UTF-8\n");
+        rc = 2;
+        goto out;
+    }
     policy_decide(policy, &ctx, argv[optind], strlen(argv[optind]), &decision);
     if (as_json) {
         json_t *json = policy_decision_json(policy, &decision);
@@ -229,6 +235,10 @@ static int shell(int argc, char **argv)
                                 topic[0] ? topic : NULL, now, &err)) {
             cli_report(&err);
             role[0] = '\0';
+            continue;
+        }
+        if (utf8_valid_prefix(line, n) != n) {
+            fprintf(stderr, "keel: message is not valid UTF-8; not decided\n");
             continue;
         }
         policy_decide(policy, &ctx, line, n, &decision);

@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "policy/policy_int.h"
+#include "text/utf8.h"
 
 static const char *const intent_names[] = {
     [POLICY_INTENT_DIRECT_SEARCH] = "direct_search",
@@ -126,6 +127,11 @@ int policy_context_init(struct policy_context *ctx, const struct policy *policy,
     }
     ctx->topic_hint = topic_hint;
     ctx->topic_hint_len = topic_hint ? strlen(topic_hint) : 0;
+    if (ctx->topic_hint_len > POLICY_QUERY_MAX / 2)
+        return keel_error_set(err, KEEL_ETOOBIG, "topic_hint", "is longer than %d bytes",
+                              POLICY_QUERY_MAX / 2);
+    if (utf8_valid_prefix(topic_hint ? topic_hint : "", ctx->topic_hint_len) != ctx->topic_hint_len)
+        return keel_error_set(err, KEEL_EINVAL, "topic_hint", "is not valid UTF-8");
     ctx->now_ms = now_ms;
     ctx->now_year = keel_time_year(now_ms);
     return KEEL_OK;
@@ -162,21 +168,28 @@ static int is_command(const struct policy *policy, const struct policy_scan *sca
 int policy_has_paper_noun(const struct policy_scan *scan)
 {
     const struct lex_result *lex = &scan->lex;
+    uint64_t in_ref[LEX_MAX_TOKENS / 64] = {0};
 
     if (!(lex->categories & CAT_BIT(CAT_PAPER_NOUN)))
         return 0;
+    /* Mark the tokens of "these papers", "the study" …, then look for a
+     * paper noun that is not wholly inside one. Two linear passes. */
+    if (lex->categories & CAT_BIT(CAT_PAPER_REF)) {
+        for (uint32_t m = 0; m < lex->n_matches; m++) {
+            const struct lex_match *ref = &lex->matches[m];
+            if (ref->category != CAT_PAPER_REF)
+                continue;
+            for (uint32_t t = ref->start; t < (uint32_t)ref->start + ref->n; t++)
+                in_ref[t / 64] |= (uint64_t)1 << (t % 64);
+        }
+    }
     for (uint32_t m = 0; m < lex->n_matches; m++) {
         const struct lex_match *noun = &lex->matches[m];
-        int inside_ref = 0;
         if (noun->category != CAT_PAPER_NOUN)
             continue;
-        for (uint32_t r = 0; r < lex->n_matches && !inside_ref; r++) {
-            const struct lex_match *ref = &lex->matches[r];
-            inside_ref = ref->category == CAT_PAPER_REF && noun->start >= ref->start &&
-                         noun->start + noun->n <= ref->start + ref->n;
-        }
-        if (!inside_ref)
-            return 1;
+        for (uint32_t t = noun->start; t < (uint32_t)noun->start + noun->n; t++)
+            if (!(in_ref[t / 64] >> (t % 64) & 1))
+                return 1;
     }
     return 0;
 }
@@ -252,8 +265,15 @@ void policy_decide(const struct policy *policy, const struct policy_context *ctx
     if (n > POLICY_MESSAGE_MAX) {
         cut = 1;
         n = POLICY_MESSAGE_MAX;
-        while (n > 0 && ((unsigned char)message[n] & 0xc0) == 0x80)
-            n--;
+    }
+    /* Read only well-formed UTF-8: the query is copied from the message and
+     * must stay valid text. Also drops a character split by the cap. */
+    {
+        size_t valid = utf8_valid_prefix(message, n);
+        if (valid < n) {
+            n = valid;
+            cut = 1;
+        }
     }
     scan.text = message;
     scan.n = n;

@@ -142,8 +142,11 @@ int policy_context_init(struct policy_context *ctx, const struct policy *policy,
                         const char *role, const char *const *tools, size_t n_tools,
                         const char *topic_hint, int64_t now_ms, struct keel_error *err);
 
-/* Decides. Reads at most POLICY_MESSAGE_MAX bytes of `message` (cut at a
- * UTF-8 boundary, with reason input_truncated). Never fails, never
+/* Decides. Reads at most POLICY_MESSAGE_MAX bytes of `message`, and only
+ * up to the first byte that is not well-formed UTF-8 (or NUL); either cut
+ * adds the reason input_truncated. Callers at the edge of the system
+ * should reject invalid UTF-8 with a clear error instead. The topic hint
+ * must be valid UTF-8 (policy_context_init checks). Never fails, never
  * allocates; same inputs give the same decision. */
 void policy_decide(const struct policy *policy, const struct policy_context *ctx,
                    const char *message, size_t n, struct policy_decision *out);

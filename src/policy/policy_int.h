@@ -76,6 +76,7 @@ struct policy {
 struct policy_scan {
     struct lex_result lex;
     uint8_t consumed[LEX_MAX_TOKENS];    /* token is not part of the topic */
+    uint8_t deictic_len[LEX_MAX_TOKENS]; /* longest deictic phrase starting here */
     const char *text;
     size_t n;
 };

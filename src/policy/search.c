@@ -271,17 +271,18 @@ static void topic_span(const struct policy_scan *scan, uint32_t *from, uint32_t 
         (*to)++;
 }
 
-/* Returns the longest deictic phrase starting at token i, or NULL. */
-static const struct lex_match *deictic_at(const struct lex_result *lex, uint32_t i)
+/* Records, for every token, the length of the longest deictic phrase
+ * that starts there (0: none). One pass over the matches. */
+static void index_deictics(struct policy_scan *scan)
 {
-    const struct lex_match *best = NULL;
+    const struct lex_result *lex = &scan->lex;
 
+    memset(scan->deictic_len, 0, lex->n_tokens);
     for (uint32_t m = 0; m < lex->n_matches; m++) {
         const struct lex_match *match = &lex->matches[m];
-        if (match->category == CAT_DEICTIC && match->start == i && (!best || match->n > best->n))
-            best = match;
+        if (match->category == CAT_DEICTIC && match->n > scan->deictic_len[match->start])
+            scan->deictic_len[match->start] = (uint8_t)match->n;
     }
-    return best;
 }
 
 static void build_query(const struct policy *policy, const struct policy_context *ctx,
@@ -292,25 +293,30 @@ static void build_query(const struct policy *policy, const struct policy_context
     uint32_t from, to, kept = 0, last_emitted = UINT32_MAX;
 
     topic_span(scan, &from, &to);
-    /* Trim consumed tokens and filler words off both ends. */
-    while (from < to && (scan->consumed[from] || is_edge_word(policy, lex, from)))
+    index_deictics(scan);
+    /* Trim consumed tokens and filler words off both ends, but never the
+     * first word of a deictic phrase ("the same topic", "that area"). */
+    while (from < to && (scan->consumed[from] || is_edge_word(policy, lex, from))) {
+        uint32_t len = scan->consumed[from] ? 0 : scan->deictic_len[from];
+        if (len > 1 && from + len <= to)
+            break;
         from++;
+    }
     while (to > from && (scan->consumed[to - 1] || is_edge_word(policy, lex, to - 1)))
         to--;
     for (uint32_t i = from; i < to; i++)
         kept += !scan->consumed[i];
     for (uint32_t i = from; i < to; i++) {
         const struct lex_token *tok = &lex->tokens[i];
-        const struct lex_match *deictic;
+        uint32_t deictic = scan->deictic_len[i];
         if (scan->consumed[i])
             continue;
-        deictic = deictic_at(lex, i);
         /* A lone "it"/"this" counts only when it is the whole topic. */
-        if (deictic && (deictic->n > 1 || kept == 1) && i + deictic->n <= to) {
+        if (deictic && (deictic > 1 || kept == 1) && i + deictic <= to) {
             policy_add_reason(d, R_DEICTIC_TOPIC);
             if (ctx->topic_hint_len)
                 query_add(s, ctx->topic_hint, ctx->topic_hint_len, ' ');
-            i += deictic->n - 1;
+            i += deictic - 1;
             last_emitted = UINT32_MAX;
             continue;
         }

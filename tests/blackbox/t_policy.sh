@@ -116,3 +116,15 @@ test_shell_reads_messages() {
     expect_out 'search.query:     "sleep"'
     expect_out "route:            conversion_tool"
 }
+
+test_invalid_utf8_message_is_rejected() {
+    run "$KEEL" policy explain "$(printf 'find papers on caf\377')" --now 2026-02-07
+    expect_rc 2
+    expect_err "not valid UTF-8"
+}
+
+test_utf8_topic_is_kept() {
+    run "$KEEL" policy explain "find recent papers on café culture and the ‘third place’" --json --now 2026-02-07
+    expect_rc 0
+    expect_json '.search.query' '"café culture and the ‘third place’"'
+}

@@ -1,0 +1,47 @@
+/*
+ * utf8.c — a strict, table-free UTF-8 validator.
+ */
+#include "text/utf8.h"
+
+size_t utf8_valid_prefix(const char *text, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+
+    while (i < n) {
+        unsigned char c = s[i];
+        size_t len;
+        unsigned char lo = 0x80, hi = 0xbf;  /* bounds for the second byte */
+
+        if (c == 0)
+            return i;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xc2 && c <= 0xdf) {
+            len = 2;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            len = 3;
+            if (c == 0xe0)
+                lo = 0xa0;       /* no overlongs */
+            else if (c == 0xed)
+                hi = 0x9f;       /* no surrogates */
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            len = 4;
+            if (c == 0xf0)
+                lo = 0x90;
+            else if (c == 0xf4)
+                hi = 0x8f;       /* at most U+10FFFF */
+        } else {
+            return i;
+        }
+        if (i + len > n || s[i + 1] < lo || s[i + 1] > hi)
+            return i;
+        for (size_t k = 2; k < len; k++)
+            if (s[i + k] < 0x80 || s[i + k] > 0xbf)
+                return i;
+        i += len;
+    }
+    return n;
+}

@@ -1,0 +1,14 @@
+/*
+ * utf8.h — UTF-8 validation for text that enters keel from outside.
+ */
+#ifndef KEEL_TEXT_UTF8_H
+#define KEEL_TEXT_UTF8_H
+
+#include <stddef.h>
+
+/* Returns the length of the longest prefix of `s` (`n` bytes) that is
+ * well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, at most
+ * U+10FFFF) and contains no NUL byte. Equal to `n` when all of it is. */
+size_t utf8_valid_prefix(const char *s, size_t n);
+
+#endif
