@@ -12,6 +12,21 @@
 #include "pack/pack.h"
 #include "policy/policy.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
+/* libFuzzer's entry points, defined by each target. */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Process set-up every target needs: jansson on keel's allocator. */
+static inline void fuzz_init(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    keel_json_init();
+}
+
 static inline const char *fuzz_packs_dir(void)
 {
     static char dir[4096];

@@ -4,7 +4,8 @@
  * The first byte picks the pack, the role and whether a topic hint is
  * given; the rest is the message. Besides ASan/UBSan, it checks the
  * decision's invariants: count within 1..max, years within 1900..now and
- * ordered, the query NUL-terminated and under its cap, and a JSON form.
+ * ordered, the query NUL-terminated and under its cap, and that the
+ * decision always has a JSON form (the query is valid UTF-8).
  */
 #include <stdint.h>
 #include <string.h>
@@ -14,14 +15,9 @@
 
 static struct policy *policies[2];
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    (void)argc;
-    (void)argv;
-    keel_json_init();
+    fuzz_init(argc, argv);
     policies[0] = fuzz_load_policy("scholar");
     policies[1] = fuzz_load_policy("assistant");
     return 0;
@@ -58,6 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             __builtin_trap();
     }
     json = policy_decision_json(policy, &d);
+    if (!json)  /* only possible on OOM, or if a copied string were invalid UTF-8 */
+        __builtin_trap();
     json_decref(json);
     return 0;
 }

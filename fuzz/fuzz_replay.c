@@ -9,14 +9,9 @@
 
 static struct replay *replay;
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    (void)argc;
-    (void)argv;
-    keel_json_init();
+    fuzz_init(argc, argv);
     replay = replay_new(fuzz_packs_dir(), fopen("/dev/null", "w"));
     if (!replay)
         abort();
