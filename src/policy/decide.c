@@ -43,7 +43,7 @@ static const char *const reason_names[R_REASON_COUNT] = {
     [R_LIBRARY_REQUEST] = "library_request",
     [R_PERSONAL_MEMORY] = "personal_memory_intent",
     [R_CONVERSION] = "parser_confirmed_conversion",
-    [R_CONSENSUS_NOT_SEARCH] = "consensus_question_not_search",
+    [R_CONSENSUS_NOT_SEARCH] = "question_not_search",
     [R_PAPER_SEARCH] = "paper_search_request",
     [R_WEB_EXPLICIT] = "explicit_websearch",
     [R_VOLATILE_TOPIC] = "volatile_topic",
@@ -194,6 +194,66 @@ int policy_has_paper_noun(const struct policy_scan *scan)
     return 0;
 }
 
+/* Nonzero when a match of `category` starts within `window` tokens after
+ * token `from` (exclusive), with no sentence break in between. */
+static int followed_by(const struct policy_scan *scan, const uint64_t *starts, uint32_t from,
+                       uint32_t window)
+{
+    const struct lex_result *lex = &scan->lex;
+
+    for (uint32_t k = from + 1; k < lex->n_tokens && k <= from + window; k++) {
+        if (lex->tokens[k].flags & LEX_SENTENCE)
+            return 0;
+        if (starts[k / 64] >> (k % 64) & 1)
+            return 1;
+    }
+    return 0;
+}
+
+/* The cues that, beside a paper noun, make a message a search request:
+ * a request or search verb, recency, open access, a year rule, a number
+ * a few words before a paper noun ("ten recent papers"), a count lead
+ * right before one ("top papers"; a number after it counts as above),
+ * or a paper noun directly followed by a topic lead ("papers on X").
+ * With an analysis phrase present, counts alone are no request
+ * ("compare the two studies"). */
+static int search_requested(const struct policy *policy, const struct policy_scan *scan)
+{
+    const struct lex_result *lex = &scan->lex;
+    const uint64_t strong = CAT_BIT(CAT_SEARCH_VERB) | CAT_BIT(CAT_REQUEST) |
+                            CAT_BIT(CAT_RECENCY) | CAT_BIT(CAT_OPEN_ACCESS) |
+                            CAT_BIT(CAT_YEAR_RULE);
+    uint64_t noun_at[LEX_MAX_TOKENS / 64] = {0}, lead_at[LEX_MAX_TOKENS / 64] = {0};
+
+    if (lex->categories & strong)
+        return 1;
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        if (match->category == CAT_PAPER_NOUN)
+            noun_at[match->start / 64] |= (uint64_t)1 << (match->start % 64);
+        else if (match->category == CAT_TOPIC_LEAD)
+            lead_at[match->start / 64] |= (uint64_t)1 << (match->start % 64);
+    }
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        uint32_t last = (uint32_t)match->start + match->n - 1;
+        if (match->category == CAT_PAPER_NOUN && followed_by(scan, lead_at, last, 1))
+            return 1;
+        if (lex->categories & CAT_BIT(CAT_ANALYSIS))
+            continue;
+        if (match->category == CAT_NUMBER &&
+            followed_by(scan, noun_at, last, (uint32_t)policy->count_window + 1))
+            return 1;
+        if (match->category == CAT_COUNT_LEAD && followed_by(scan, noun_at, last, 1))
+            return 1;
+    }
+    for (uint32_t i = 0; i < lex->n_tokens && !(lex->categories & CAT_BIT(CAT_ANALYSIS)); i++)
+        if ((lex->tokens[i].flags & LEX_NUMERIC) && lex->tokens[i].number >= 0 &&
+            followed_by(scan, noun_at, i, (uint32_t)policy->count_window + 1))
+            return 1;
+    return 0;
+}
+
 static void set_route(struct policy_decision *d, enum policy_route route, int veto,
                       enum policy_reason reason)
 {
@@ -285,7 +345,9 @@ void policy_decide(const struct policy *policy, const struct policy_context *ctx
     volatile_words = has(&scan, CAT_VOLATILE) || has(&scan, CAT_RECENCY);
     web_explicit = has(&scan, CAT_WEB_EXPLICIT);
     d->signals.is_volatile = volatile_class || volatile_words;
-    d->signals.explicit_request = web_explicit || has(&scan, CAT_SEARCH_VERB);
+    /* "Don't look it up" names a search only to forbid it. */
+    d->signals.explicit_request = (web_explicit || has(&scan, CAT_SEARCH_VERB)) &&
+                                  !has(&scan, CAT_VETO);
 
     if (is_command(policy, &scan)) {
         set_route(d, POLICY_ROUTE_COMMAND, 1, R_HARD_COMMAND);
@@ -300,12 +362,11 @@ void policy_decide(const struct policy *policy, const struct policy_context *ctx
     } else if (has(&scan, CAT_CONVERSION)) {
         set_route(d, POLICY_ROUTE_CONVERSION, 1, R_CONVERSION);
     } else {
-        paper_search = policy_has_paper_noun(&scan) &&
-                       (scan.lex.categories & (CAT_BIT(CAT_SEARCH_VERB) | CAT_BIT(CAT_REQUEST) |
-                                               CAT_BIT(CAT_RECENCY) | CAT_BIT(CAT_OPEN_ACCESS) |
-                                               CAT_BIT(CAT_YEAR_RULE) | CAT_BIT(CAT_COUNT_LEAD) |
-                                               CAT_BIT(CAT_NUMBER)));
-        if (has(&scan, CAT_NOT_SEARCH)) {
+        paper_search = policy_has_paper_noun(&scan) && search_requested(policy, &scan);
+        /* "What is the latest consensus on X?" asks for an answer; with an
+         * explicit "find"/"search" it is a search after all. */
+        if (has(&scan, CAT_NOT_SEARCH) && !has(&scan, CAT_SEARCH_VERB) &&
+            !has(&scan, CAT_WEB_EXPLICIT)) {
             set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_CONSENSUS_NOT_SEARCH);
         } else if (paper_search) {
             set_route(d, POLICY_ROUTE_WEBSEARCH, 0, R_PAPER_SEARCH);

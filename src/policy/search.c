@@ -231,16 +231,25 @@ static int query_add(struct policy_search *s, const char *text, size_t len, char
     return 1;
 }
 
-static int is_edge_word(const struct policy *policy, const struct lex_result *lex, uint32_t i)
+/* A token that never starts or ends a query: filler, a topic lead, or a
+ * free-standing dash. */
+static int is_edge_word(const struct policy *policy, const struct policy_scan *scan, uint32_t i)
 {
-    return lex_token_is(&policy->lex, lex, i, CAT_FILLER) ||
-           lex_token_is(&policy->lex, lex, i, CAT_TOPIC_LEAD);
+    const struct lex_token *tok = &scan->lex.tokens[i];
+
+    if (lex_token_is(&policy->lex, &scan->lex, i, CAT_FILLER) ||
+        lex_token_is(&policy->lex, &scan->lex, i, CAT_TOPIC_LEAD))
+        return 1;
+    return (tok->len == 1 && scan->text[tok->start] == '-') ||
+           (tok->len == 3 && (unsigned char)scan->text[tok->start] == 0xe2);
 }
 
 /* Finds the token span that holds the topic: after the first topic lead
- * that follows the request ("papers on …"), else the sentence of the
- * request itself. */
-static void topic_span(const struct policy_scan *scan, uint32_t *from, uint32_t *to)
+ * that follows the request ("papers on …", "published on …"), else the
+ * sentence of the request itself. It ends at the sentence end or where a
+ * follow-up task starts ("… and summarize them"). */
+static void topic_span(const struct policy *policy, const struct policy_scan *scan,
+                       uint32_t *from, uint32_t *to)
 {
     const struct lex_result *lex = &scan->lex;
     uint32_t start = UINT32_MAX, head = UINT32_MAX;
@@ -253,7 +262,8 @@ static void topic_span(const struct policy_scan *scan, uint32_t *from, uint32_t 
         if ((CAT_BIT(match->category) & head_cats) && match->start < head)
             head = match->start;
         if (match->category == CAT_TOPIC_LEAD && head != UINT32_MAX && match->start > 0 &&
-            scan->consumed[match->start - 1]) {
+            (scan->consumed[match->start - 1] ||
+             lex_token_is(&policy->lex, lex, match->start - 1, CAT_FILLER))) {
             start = match->start + match->n;
             break;
         }
@@ -269,6 +279,11 @@ static void topic_span(const struct policy_scan *scan, uint32_t *from, uint32_t 
     *to = start;
     while (*to < lex->n_tokens && (*to == start || !(lex->tokens[*to].flags & LEX_SENTENCE)))
         (*to)++;
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        if (match->category == CAT_ANALYSIS && match->start > start && match->start < *to)
+            *to = match->start;
+    }
 }
 
 /* Records, for every token, the length of the longest deictic phrase
@@ -292,17 +307,17 @@ static void build_query(const struct policy *policy, const struct policy_context
     struct policy_search *s = &d->search;
     uint32_t from, to, kept = 0, last_emitted = UINT32_MAX;
 
-    topic_span(scan, &from, &to);
+    topic_span(policy, scan, &from, &to);
     index_deictics(scan);
     /* Trim consumed tokens and filler words off both ends, but never the
      * first word of a deictic phrase ("the same topic", "that area"). */
-    while (from < to && (scan->consumed[from] || is_edge_word(policy, lex, from))) {
+    while (from < to && (scan->consumed[from] || is_edge_word(policy, scan, from))) {
         uint32_t len = scan->consumed[from] ? 0 : scan->deictic_len[from];
         if (len > 1 && from + len <= to)
             break;
         from++;
     }
-    while (to > from && (scan->consumed[to - 1] || is_edge_word(policy, lex, to - 1)))
+    while (to > from && (scan->consumed[to - 1] || is_edge_word(policy, scan, to - 1)))
         to--;
     for (uint32_t i = from; i < to; i++)
         kept += !scan->consumed[i];

@@ -519,7 +519,9 @@ static inline int item_matches(const struct lexicon *lex, const struct lex_token
     case ITEM_WORD:
         return tok->word == ITEM_ARG(item);
     case ITEM_NUMBER:
-        return tok->number >= 0;
+        /* Any number: 5, ten, 98.6, 1,500 (the slot then captures -1 when
+         * the value is not a small whole number). */
+        return tok->number >= 0 || (tok->flags & LEX_NUMERIC);
     case ITEM_YEAR:
         return (tok->flags & LEX_NUMERIC) && tok->len == 4 && tok->number >= 1000;
     default:
@@ -597,13 +599,18 @@ void lexicon_match(const struct lexicon *lex, const char *text, size_t n,
         } else if (tok->word) {
             tok->number = lex->word_number[tok->word];
         }
-        /* COVID-19: a number glued to a word is part of a name. */
+        /* COVID-19, 10-year: a number glued to a word is part of a name,
+         * unless the word is one the pack knows (post-2015, pre-2000). */
         if (tok->flags & LEX_JOINED) {
-            tok->number = tok->word ? tok->number : -1;
-            if (tok->flags & LEX_NUMERIC)
+            const struct lex_token *prev = &out->tokens[out->n_tokens - 2];
+            if ((tok->flags & LEX_NUMERIC) && !prev->word) {
                 tok->number = -1;
-            if (out->n_tokens > 1 && (out->tokens[out->n_tokens - 2].flags & LEX_NUMERIC))
+                tok->flags &= ~(uint32_t)LEX_NUMERIC;
+            }
+            if (prev->flags & LEX_NUMERIC) {
                 out->tokens[out->n_tokens - 2].number = -1;
+                out->tokens[out->n_tokens - 2].flags &= ~(uint32_t)LEX_NUMERIC;
+            }
         }
     }
     if (!lex->compiled)
