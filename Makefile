@@ -72,9 +72,13 @@ $(UNIT): $(UNIT_OBJ) $(LIBKEEL)
 $(BENCHBIN): $(BENCH_OBJ) $(LIBKEEL)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(LIBKEEL) $(LIBS)
 
-# The whole suite: unit tests, replay fixtures, then black-box tests of the
-# real binary. Each prints its own closing line; any failure stops make.
-test: test-unit test-replay test-blackbox
+# The whole suite, in this order even under -j: unit tests, replay
+# fixtures, then black-box tests of the real binary. Each prints its own
+# closing line; any failure stops make.
+test: $(UNIT) $(KEEL)
+	KEEL_ROOT=$(CURDIR) $(UNIT)
+	$(KEEL) replay tests/replay
+	KEEL=$(CURDIR)/$(KEEL) sh tests/blackbox/run.sh
 
 test-unit: $(UNIT)
 	KEEL_ROOT=$(CURDIR) $(UNIT)

@@ -24,9 +24,12 @@ int keel_json_parse(const char *text, size_t n, size_t max, const char *origin,
     if (n > max)
         return keel_error_set(err, KEEL_ETOOBIG, origin,
                               "%zu bytes is over the limit of %zu bytes", n, max);
+    memset(&jerr, 0, sizeof(jerr));
     value = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
     if (!value) {
-        if (json_error_code(&jerr) == json_error_out_of_memory)
+        /* jansson names every syntax error; some of its allocation
+         * failures return NULL and leave the error blank. */
+        if (json_error_code(&jerr) == json_error_out_of_memory || !jerr.text[0])
             return keel_error_set(err, KEEL_ENOMEM, origin, "out of memory");
         return keel_error_set(err, KEEL_EPARSE, origin, "line %d column %d: %s",
                               jerr.line, jerr.column, jerr.text);

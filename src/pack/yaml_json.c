@@ -95,11 +95,25 @@ static json_t *plain_scalar(const char *s, size_t n)
     return json_stringn(s, n);
 }
 
-/* Records where `path` was written. */
-static void note_line(struct loader *ld, const char *path, int line)
+/* Records where `path` was written. A map with holes would point errors
+ * at the wrong line, so running out of memory here fails the load. */
+static int note_line(struct loader *ld, const char *path, int line)
 {
-    if (ld->lines)
-        json_object_set_new(ld->lines, path, json_integer(line));
+    if (ld->lines && json_object_set_new(ld->lines, path, json_integer(line)))
+        return fail(ld, line, KEEL_ENOMEM, "out of memory");
+    return KEEL_OK;
+}
+
+/* Line to record for the next value placed in the top frame: the line of
+ * its key inside a mapping (libyaml starts a block collection on the line
+ * of its first entry, but "tools:" is where a person looks), else `line`. */
+static int value_line(const struct loader *ld, int line)
+{
+    const struct frame *top = ld->depth > 0 ? &ld->stack[ld->depth - 1] : NULL;
+
+    if (top && json_is_object(top->container) && top->pending_key)
+        return top->pending_key_line;
+    return line;
 }
 
 /* Path of the next value placed in the top frame. */
@@ -233,12 +247,15 @@ static int open_container(struct loader *ld, json_t *container, int line,
         return fail(ld, line, KEEL_ETOOBIG, "nesting is too deep");
     }
     child_path(ld, path, sizeof(path));
+    if (note_line(ld, path, value_line(ld, line))) {
+        json_decref(container);
+        return KEEL_ENOMEM;
+    }
     frame = &ld->stack[ld->depth++];
     memset(frame, 0, sizeof(*frame));
     frame->container = container;
     frame->merged = json_is_object(container) ? json_object() : NULL;
     snprintf(frame->path, sizeof(frame->path), "%s", path);
-    note_line(ld, path, line);
     if (anchor && !(frame->anchor = keel_strdup(anchor)))
         return fail(ld, line, KEEL_ENOMEM, "out of memory");
     if (json_is_object(container) && !frame->merged)
@@ -262,9 +279,7 @@ static int close_container(struct loader *ld, int line)
     int rc;
 
     frame.container = NULL;
-    rc = place(ld, container, line, frame.anchor);
-    /* `place` counted the container once more than needed; undo. */
-    ld->nodes--;
+    rc = place(ld, container, line, frame.anchor);  /* counts the container as a node */
     drop_frame(&frame);
     return rc;
 }
@@ -288,13 +303,13 @@ static int on_event(struct loader *ld, yaml_event_t *ev)
             value = plain_scalar(text, n);
         else
             value = json_stringn(text, n);
-        if (ld->depth > 0 && !json_is_array(ld->stack[ld->depth - 1].container) &&
-            ld->stack[ld->depth - 1].pending_key) {
+        if (ld->depth > 0 && (json_is_array(ld->stack[ld->depth - 1].container) ||
+                              ld->stack[ld->depth - 1].pending_key)) {
             child_path(ld, path, sizeof(path));
-            note_line(ld, path, line);
-        } else if (ld->depth > 0 && json_is_array(ld->stack[ld->depth - 1].container)) {
-            child_path(ld, path, sizeof(path));
-            note_line(ld, path, line);
+            if (note_line(ld, path, value_line(ld, line))) {
+                json_decref(value);
+                return KEEL_ENOMEM;
+            }
         }
         return place(ld, value, line, anchor);
     }
@@ -311,7 +326,8 @@ static int on_event(struct loader *ld, yaml_event_t *ev)
         ld->nodes += extra - 1;  /* place() adds the last one */
         if (ld->depth > 0) {
             child_path(ld, path, sizeof(path));
-            note_line(ld, path, line);
+            if (note_line(ld, path, value_line(ld, line)))
+                return KEEL_ENOMEM;
         }
         return place(ld, json_deep_copy(target), line, NULL);
     }

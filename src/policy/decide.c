@@ -43,7 +43,7 @@ static const char *const reason_names[R_REASON_COUNT] = {
     [R_LIBRARY_REQUEST] = "library_request",
     [R_PERSONAL_MEMORY] = "personal_memory_intent",
     [R_CONVERSION] = "parser_confirmed_conversion",
-    [R_CONSENSUS_NOT_SEARCH] = "question_not_search",
+    [R_QUESTION_NOT_SEARCH] = "question_not_search",
     [R_PAPER_SEARCH] = "paper_search_request",
     [R_WEB_EXPLICIT] = "explicit_websearch",
     [R_VOLATILE_TOPIC] = "volatile_topic",
@@ -367,7 +367,7 @@ void policy_decide(const struct policy *policy, const struct policy_context *ctx
          * explicit "find"/"search" it is a search after all. */
         if (has(&scan, CAT_NOT_SEARCH) && !has(&scan, CAT_SEARCH_VERB) &&
             !has(&scan, CAT_WEB_EXPLICIT)) {
-            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_CONSENSUS_NOT_SEARCH);
+            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_QUESTION_NOT_SEARCH);
         } else if (paper_search) {
             set_route(d, POLICY_ROUTE_WEBSEARCH, 0, R_PAPER_SEARCH);
             decide_search(policy, ctx, &scan, d);

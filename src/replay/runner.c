@@ -236,7 +236,8 @@ static int run_case(struct replay *replay, const json_t *c, const char *origin,
                 /* Name the fixture field in full: turns[i].expect.… */
                 char full[KEEL_JSON_PATH_MAX + KEEL_ERROR_FIELD_MAX + 2];
                 char message[KEEL_ERROR_MESSAGE_MAX];
-                snprintf(full, sizeof(full), "%s.%s", field, err->field);
+                snprintf(full, sizeof(full), "%s%s%s", field, err->field[0] ? "." : "",
+                         err->field);
                 snprintf(message, sizeof(message), "%s", err->message);
                 keel_error_set(err, rc, full, "%s", message);
             }

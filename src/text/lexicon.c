@@ -338,9 +338,27 @@ static uint32_t intern(struct lexicon *lex, const char *word, size_t n)
 
 /* ---- phrases -------------------------------------------------------- */
 
-int lexicon_add(struct lexicon *lex, int category, int value, const char *text,
-                int (*category_of_name)(const char *name, size_t n),
-                const char *field, struct keel_error *err)
+/* Drops the words interned since the vocabulary held `n_words`, so a
+ * failed lexicon_add leaves the lexicon as it was. Newer ids only ever
+ * went into slots that were empty when they came (a rehash inserts in id
+ * order too), so clearing their slots breaks no older id's probe chain. */
+static void forget_words(struct lexicon *lex, uint32_t n_words)
+{
+    uint32_t first = n_words ? n_words : 1;
+
+    if (lex->n_words <= first)
+        return;
+    for (uint32_t slot = 0; lex->table && slot <= lex->table_mask; slot++)
+        if (lex->table[slot] >= first)
+            lex->table[slot] = 0;
+    for (uint32_t id = first; id < lex->n_words; id++)
+        keel_free(lex->words[id]);
+    lex->n_words = n_words;
+}
+
+static int add_phrase(struct lexicon *lex, int category, int value, const char *text,
+                      int (*category_of_name)(const char *name, size_t n),
+                      const char *field, struct keel_error *err)
 {
     struct lex_phrase phrase;
     size_t len = strlen(text), pos = 0;
@@ -420,6 +438,18 @@ int lexicon_add(struct lexicon *lex, int category, int value, const char *text,
     lex->phrases[lex->n_phrases++] = phrase;
     lex->compiled = 0;
     return KEEL_OK;
+}
+
+int lexicon_add(struct lexicon *lex, int category, int value, const char *text,
+                int (*category_of_name)(const char *name, size_t n),
+                const char *field, struct keel_error *err)
+{
+    uint32_t n_words = lex->n_words;
+    int rc = add_phrase(lex, category, value, text, category_of_name, field, err);
+
+    if (rc)
+        forget_words(lex, n_words);
+    return rc;
 }
 
 /* Sets the number value of a single-word phrase's word (number words). */
@@ -564,6 +594,12 @@ static void try_phrase(const struct lexicon *lex, struct lex_result *out, uint32
     out->categories |= (uint64_t)1 << p->category;
 }
 
+/* The order of by_length(): longer phrases first, then compile order. */
+static inline int comes_first(const struct lexicon *lex, uint32_t a, uint32_t b)
+{
+    return lex->phrases[a].n != lex->phrases[b].n ? lex->phrases[a].n > lex->phrases[b].n : a < b;
+}
+
 void lexicon_match(const struct lexicon *lex, const char *text, size_t n,
                    struct lex_result *out)
 {
@@ -617,11 +653,16 @@ void lexicon_match(const struct lexicon *lex, const char *text, size_t n,
         return;
     for (uint32_t i = 0; i < out->n_tokens; i++) {
         uint32_t w = out->tokens[i].word;
-        if (w) {
-            for (uint32_t k = lex->first_start[w]; k < lex->first_start[w + 1]; k++)
-                try_phrase(lex, out, i, lex->by_first[k]);
+        uint32_t k = w ? lex->first_start[w] : 0, end = w ? lex->first_start[w + 1] : 0, s = 0;
+        /* Both lists are longest first; merge them so the first match at a
+         * position is the longest whether its phrase starts with a word
+         * ("usd") or a slot ("{unit} to {unit} rate"). */
+        while (k < end || s < lex->n_slot_first) {
+            if (s == lex->n_slot_first ||
+                (k < end && comes_first(lex, lex->by_first[k], lex->slot_first[s])))
+                try_phrase(lex, out, i, lex->by_first[k++]);
+            else
+                try_phrase(lex, out, i, lex->slot_first[s++]);
         }
-        for (uint32_t k = 0; k < lex->n_slot_first; k++)
-            try_phrase(lex, out, i, lex->slot_first[k]);
     }
 }
