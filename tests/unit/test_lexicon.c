@@ -14,6 +14,7 @@
 
 #include "core/alloc.h"
 #include "text/lexicon.h"
+#include "text/utf8.h"
 #include "unit.h"
 
 enum { C_REQUEST, C_NOUN, C_UNIT, C_CONVERT, C_NUMBER, C_YEAR, C_OPEN, C_FIND, C_MANY };
@@ -613,6 +614,37 @@ START_TEST(test_build_enomem_sweep)
 }
 END_TEST
 
+/* utf8_valid_prefix: well-formed text passes whole; each kind of
+ * malformed sequence stops the prefix right before it. */
+START_TEST(test_utf8_valid)
+{
+    static const char ok[] = "caf\xc3\xa9 \xe2\x80\x93 \xf0\x9f\x93\x9a plain";
+    ck_assert_uint_eq(utf8_valid_prefix(ok, sizeof(ok) - 1), sizeof(ok) - 1);
+    ck_assert_uint_eq(utf8_valid_prefix("", 0), 0);
+}
+END_TEST
+
+START_TEST(test_utf8_invalid)
+{
+    struct { const char *text; size_t n, valid; } cases[] = {
+        {"ab\xff", 3, 2},                  /* never a UTF-8 byte */
+        {"ab\xc0\xaf", 4, 2},              /* overlong '/' */
+        {"a\xe0\x80\xaf", 4, 1},           /* overlong three-byte */
+        {"a\xed\xa0\x80", 4, 1},           /* surrogate U+D800 */
+        {"a\xf4\x90\x80\x80", 5, 1},       /* above U+10FFFF */
+        {"abc\xe2\x80", 5, 3},             /* cut in the middle */
+        {"a\xc3" "b", 3, 1},               /* bad continuation */
+        {"ab\0cd", 5, 2},                  /* NUL */
+        {"\x80", 1, 0},                    /* lone continuation */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        ck_assert_msg(utf8_valid_prefix(cases[i].text, cases[i].n) == cases[i].valid,
+                      "case %zu: got %zu, want %zu", i,
+                      utf8_valid_prefix(cases[i].text, cases[i].n), cases[i].valid);
+}
+END_TEST
+
+
 Suite *suite_lexicon(void)
 {
     Suite *s = suite_create("lexicon");
@@ -626,6 +658,8 @@ Suite *suite_lexicon(void)
     tcase_add_test(tokens, test_numbers);
     tcase_add_test(tokens, test_number_glued_to_name);
     tcase_add_test(tokens, test_case_and_flags);
+    tcase_add_test(tokens, test_utf8_valid);
+    tcase_add_test(tokens, test_utf8_invalid);
     suite_add_tcase(s, tokens);
 
     unit_leak_fixture(matching);
