@@ -58,8 +58,12 @@ int cli_load_policy(const char *dir, const char *name, struct pack **pack,
     if (rc) {
         pack_free(*pack);
         *pack = NULL;
+        return rc;
     }
-    return rc;
+    keel_log(KEEL_LOG_DEBUG, "pack.loaded",
+             json_pack("{s:s,s:s,s:i,s:i}", "pack", (*pack)->name, "file", (*pack)->origin,
+                       "tools", (int)(*pack)->n_tools, "roles", (int)(*pack)->n_roles));
+    return KEEL_OK;
 }
 
 int main(int argc, char **argv)

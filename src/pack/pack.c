@@ -190,7 +190,11 @@ static int load_roles(struct pack *pack, struct keel_error *err)
             char item[KEEL_JSON_PATH_MAX];
             keel_json_path_index(item, sizeof(item), path, i);
             if (!access)
-                return pack_fail(pack, item, err, "must be read or write");
+                return pack_fail(pack, item, err, "must be read or write, not %s%s%s",
+                                 json_is_string(grant) ? "\"" : "",
+                                 json_is_string(grant) ? json_string_value(grant)
+                                                       : keel_json_type_name(grant),
+                                 json_is_string(grant) ? "\"" : "");
             role->access |= access;
         }
         pack->n_roles++;

@@ -134,6 +134,9 @@ int policy_context_init(struct policy_context *ctx, const struct policy *policy,
         return keel_error_set(err, KEEL_EINVAL, "topic_hint", "is not valid UTF-8");
     ctx->now_ms = now_ms;
     ctx->now_year = keel_time_year(now_ms);
+    if (ctx->now_year < POLICY_YEAR_MIN || ctx->now_year > 9999)
+        return keel_error_set(err, KEEL_EINVAL, "now", "year %d is outside %d..9999",
+                              ctx->now_year, POLICY_YEAR_MIN);
     return KEEL_OK;
 }
 

@@ -136,8 +136,9 @@ const struct pack *policy_pack(const struct policy *policy);
 
 /* Fills a context. `role` NULL means the pack's default role; `tools` NULL
  * means every tool of the pack; `topic_hint` may be NULL. Unknown role or
- * tool names fail with KEEL_EINVAL naming "role" or "tools[i]"; the
- * context is then unusable. */
+ * tool names fail with KEEL_EINVAL naming "role" or "tools[i]"; a topic
+ * hint over 256 bytes or not UTF-8 names "topic_hint"; a clock before
+ * 1900 names "now". The context is then unusable. */
 int policy_context_init(struct policy_context *ctx, const struct policy *policy,
                         const char *role, const char *const *tools, size_t n_tools,
                         const char *topic_hint, int64_t now_ms, struct keel_error *err);

@@ -17,43 +17,51 @@
 
 enum check_kind { EQUAL, OBJECT, CONTAINS, NOT_CONTAINS, INCLUDES, EXCLUDES };
 
+/* JSON types an EQUAL expectation may have; a wrong type is a fixture
+ * error, not a mismatch. */
+#define T_STRING 1
+#define T_BOOL 2
+#define T_INT 4
+#define T_NULL 8
+
 struct expect_key {
     const char *key;                    /* key in `expect` */
     const char *field;                  /* field of the decision JSON */
     enum check_kind kind;
     const struct expect_key *children;  /* for OBJECT */
+    int types;                          /* for EQUAL: T_* allowed */
 };
 
 static const struct expect_key search_keys[] = {
-    {"query", "query", EQUAL, NULL},
-    {"query_contains", "query", CONTAINS, NULL},
-    {"query_not_contains", "query", NOT_CONTAINS, NULL},
-    {"count", "count", EQUAL, NULL},
-    {"year_from", "year_from", EQUAL, NULL},
-    {"year_to", "year_to", EQUAL, NULL},
-    {"open_access_only", "open_access_only", EQUAL, NULL},
-    {NULL, NULL, EQUAL, NULL},
+    {"query", "query", EQUAL, NULL, T_STRING},
+    {"query_contains", "query", CONTAINS, NULL, 0},
+    {"query_not_contains", "query", NOT_CONTAINS, NULL, 0},
+    {"count", "count", EQUAL, NULL, T_INT},
+    {"year_from", "year_from", EQUAL, NULL, T_INT | T_NULL},
+    {"year_to", "year_to", EQUAL, NULL, T_INT | T_NULL},
+    {"open_access_only", "open_access_only", EQUAL, NULL, T_BOOL},
+    {NULL, NULL, EQUAL, NULL, 0},
 };
 
 static const struct expect_key signal_keys[] = {
-    {"explicit", "explicit", EQUAL, NULL},
-    {"volatile", "volatile", EQUAL, NULL},
-    {"topic_class", "topic_class", EQUAL, NULL},
-    {NULL, NULL, EQUAL, NULL},
+    {"explicit", "explicit", EQUAL, NULL, T_BOOL},
+    {"volatile", "volatile", EQUAL, NULL, T_BOOL},
+    {"topic_class", "topic_class", EQUAL, NULL, T_STRING | T_NULL},
+    {NULL, NULL, EQUAL, NULL, 0},
 };
 
 static const struct expect_key turn_keys[] = {
-    {"intent", "intent", EQUAL, NULL},
-    {"route", "route", EQUAL, NULL},
-    {"tool_veto", "tool_veto", EQUAL, NULL},
-    {"reason", "reason", EQUAL, NULL},
-    {"signals", "signals", OBJECT, signal_keys},
-    {"force_tool", "force_tool", EQUAL, NULL},
-    {"search", "search", OBJECT, search_keys},
-    {"stage_transition", "stage_transition", EQUAL, NULL},
-    {"reasons_include", "reasons", INCLUDES, NULL},
-    {"reasons_exclude", "reasons", EXCLUDES, NULL},
-    {NULL, NULL, EQUAL, NULL},
+    {"intent", "intent", EQUAL, NULL, T_STRING},
+    {"route", "route", EQUAL, NULL, T_STRING},
+    {"tool_veto", "tool_veto", EQUAL, NULL, T_BOOL},
+    {"reason", "reason", EQUAL, NULL, T_STRING},
+    {"signals", "signals", OBJECT, signal_keys, 0},
+    {"force_tool", "force_tool", EQUAL, NULL, T_STRING | T_NULL},
+    {"search", "search", OBJECT, search_keys, 0},
+    {"stage_transition", "stage_transition", EQUAL, NULL, T_STRING | T_NULL},
+    {"reasons_include", "reasons", INCLUDES, NULL, 0},
+    {"reasons_exclude", "reasons", EXCLUDES, NULL, 0},
+    {NULL, NULL, EQUAL, NULL, 0},
 };
 
 struct run {
@@ -96,6 +104,31 @@ static int array_has(const json_t *array, const char *text)
 
 static int check_table(struct run *run, const struct expect_key *table, const json_t *expect,
                        const json_t *actual, const char *path);
+
+static int type_bit(const json_t *value)
+{
+    if (json_is_string(value))
+        return T_STRING;
+    if (json_is_boolean(value))
+        return T_BOOL;
+    if (json_is_integer(value))
+        return T_INT;
+    if (json_is_null(value))
+        return T_NULL;
+    return 0;
+}
+
+static const char *type_names(int types)
+{
+    switch (types) {
+    case T_STRING: return "a string";
+    case T_BOOL: return "true or false";
+    case T_INT: return "an integer";
+    case T_INT | T_NULL: return "an integer or null";
+    case T_STRING | T_NULL: return "a string or null";
+    default: return "another type";
+    }
+}
 
 static int check_one(struct run *run, const struct expect_key *row, const json_t *expected,
                      const json_t *actual, const char *field)
@@ -167,7 +200,10 @@ static int check_table(struct run *run, const struct expect_key *table, const js
         if (!row->key)
             return keel_error_set(run->err, KEEL_EINVAL, field, "unknown key \"%s\"", key);
         if (!actual) {
-            /* Parent missing: validate the shape only. */
+            /* Validation pass (or parent missing): check the shape only. */
+            if (row->kind == EQUAL && !(row->types & type_bit(expected)))
+                return keel_error_set(run->err, KEEL_EINVAL, field, "must be %s, not %s",
+                                      type_names(row->types), keel_json_type_name(expected));
             if (row->kind == OBJECT && json_is_object(expected)) {
                 if ((rc = check_table(run, row->children, expected, NULL, field)))
                     return rc;

@@ -23,7 +23,8 @@
 #define REPLAY_MAX_TOOLS 64
 
 struct loaded_pack {
-    struct pack *pack;
+    char name[PACK_NAME_MAX];
+    struct pack *pack;        /* NULL when loading failed */
     struct policy *policy;
 };
 
@@ -64,10 +65,15 @@ static int get_policy(struct replay *replay, const char *name, struct policy **o
                       struct keel_error *err)
 {
     struct loaded_pack *slot;
-    int rc;
+    int rc = KEEL_OK;
 
+    /* A pack is loaded once per run; one that failed is reported once and
+     * then only named, so a broken pack does not repeat its error per case. */
     for (size_t i = 0; i < replay->n_packs; i++)
-        if (!strcmp(replay->packs[i].pack->name, name)) {
+        if (!strcmp(replay->packs[i].name, name)) {
+            if (!replay->packs[i].policy)
+                return keel_error_set(err, KEEL_EINVAL, "pack",
+                                      "pack \"%.64s\" could not be loaded (reported above)", name);
             *out = replay->packs[i].policy;
             return KEEL_OK;
         }
@@ -75,14 +81,18 @@ static int get_policy(struct replay *replay, const char *name, struct policy **o
         return keel_error_set(err, KEEL_ETOOBIG, "pack", "more than %d packs in one run",
                               REPLAY_MAX_PACKS);
     slot = &replay->packs[replay->n_packs];
-    if ((rc = pack_load(replay->packs_dir, name, &slot->pack, err)))
-        return rc;
-    if ((rc = policy_new(slot->pack, &slot->policy, err))) {
+    if (strlen(name) < sizeof(slot->name) &&
+        (rc = pack_load(replay->packs_dir, name, &slot->pack, err)) == KEEL_OK &&
+        (rc = policy_new(slot->pack, &slot->policy, err)) != KEEL_OK) {
         pack_free(slot->pack);
         slot->pack = NULL;
-        return rc;
     }
+    if (strlen(name) >= sizeof(slot->name))
+        return keel_error_set(err, KEEL_EINVAL, "pack", "\"%.64s…\" is not a pack name", name);
+    snprintf(slot->name, sizeof(slot->name), "%s", name);
     replay->n_packs++;
+    if (rc)
+        return rc;
     *out = slot->policy;
     return KEEL_OK;
 }
@@ -305,8 +315,12 @@ void replay_run_text(struct replay *replay, const char *text, size_t n, const ch
         value = json_loadb(text + offset, n - offset,
                            JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &jerr);
         if (!value) {
-            fprintf(replay->out, "ERROR %s: invalid JSON near line %d column %d: %s\n", origin,
-                    jerr.line, jerr.column, jerr.text);
+            int line = jerr.line;
+            for (size_t i = 0; i < offset; i++)
+                line += text[i] == '\n';
+            fprintf(replay->out,
+                    "ERROR %s: invalid JSON near line %d column %d: %s (cases after this point were not run)\n",
+                    origin, line, jerr.column, jerr.text);
             stats->failed++;
             return;
         }

@@ -128,3 +128,50 @@ test_utf8_topic_is_kept() {
     expect_rc 0
     expect_json '.search.query' '"café culture and the third place"'
 }
+
+test_open_ended_years_read_plainly() {
+    run "$KEEL" policy explain "find papers on coral since 2019" --now 2026-02-07
+    expect_rc 0
+    expect_out "search.years:     2019 or later"
+    run "$KEEL" policy explain "find papers on coral before 2019" --now 2026-02-07
+    expect_out "search.years:     2018 or earlier"
+}
+
+test_message_starting_with_dash() {
+    run "$KEEL" policy explain -5
+    expect_rc 2
+    expect_err "goes after '--'"
+    run "$KEEL" policy explain --pack assistant -- "-5 km to miles"
+    expect_rc 0
+    expect_out "conversion_tool"
+}
+
+test_clock_before_1900_is_rejected() {
+    run "$KEEL" policy explain "recent papers on coral" --now 1800-01-01
+    expect_rc 2
+    expect_err "now: year 1800"
+}
+
+test_shell_commands_are_checked() {
+    printf ':role nobody\n:role viewer\n:show\n:frob\n:pack\n' > "$TMP/in"
+    run sh -c "'$KEEL' policy shell < '$TMP/in'"
+    expect_rc 0
+    expect_err ':role: "nobody" is not a role of pack scholar'
+    expect_out "role viewer"
+    expect_err "unknown shell command :frob"
+    expect_err ":pack needs a pack name"
+}
+
+test_shell_takes_the_same_options() {
+    printf 'find recent papers on coral\n' > "$TMP/in"
+    run sh -c "'$KEEL' policy shell --now 2020-01-01 --json < '$TMP/in'"
+    expect_rc 0
+    expect_json '.search.year_from' '2016'
+}
+
+test_debug_log_shows_the_decision() {
+    KEEL_LOG_LEVEL=debug run "$KEEL" policy explain "find papers on coral" --now 2026-02-07
+    expect_rc 0
+    expect_err '"event":"policy.decision"'
+    expect_err '"event":"pack.loaded"'
+}

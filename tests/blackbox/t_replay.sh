@@ -55,3 +55,28 @@ test_project_fixtures_pass() {
     expect_rc 0
     expect_out " passed, 0 failed"
 }
+
+test_wrong_type_in_expect_is_an_error() {
+    case_json typed "hi" '{"tool_veto": "no"}' > "$TMP/typed.json"
+    run "$KEEL" replay "$TMP/typed.json"
+    expect_rc 1
+    expect_out "tool_veto: must be true or false, not string"
+}
+
+test_bad_json_line_names_its_line() {
+    { case_json a "hi" '{"intent": "general"}'; case_json b "hi" '{"intent": "general"}'; printf '{"name": oops}\n'; } > "$TMP/lines.jsonl"
+    run "$KEEL" replay "$TMP/lines.jsonl"
+    expect_rc 1
+    expect_out "near line 3"
+    expect_out "2 passed, 1 failed"
+}
+
+test_broken_pack_reported_once() {
+    mkdir -p "$TMP/bp/scholar"
+    echo 'name: [' > "$TMP/bp/scholar/pack.yaml"
+    { case_json a "hi" '{"intent": "general"}'; case_json b "hi" '{"intent": "general"}'; } > "$TMP/two.jsonl"
+    run "$KEEL" replay --packs "$TMP/bp" "$TMP/two.jsonl"
+    expect_rc 1
+    expect_out "could not be loaded (reported above)"
+    [ "$(printf '%s\n' "$OUT" | grep -c 'pack.yaml:')" -eq 1 ] || fail "pack error not reported exactly once"
+}
