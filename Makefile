@@ -78,7 +78,7 @@ $(BENCHBIN): $(BENCH_OBJ) $(LIBKEEL)
 test: $(UNIT) $(KEEL)
 	KEEL_ROOT=$(CURDIR) $(UNIT)
 	$(KEEL) replay tests/replay
-	KEEL=$(CURDIR)/$(KEEL) sh tests/blackbox/run.sh
+	KEEL=$(abspath $(KEEL)) sh tests/blackbox/run.sh
 
 test-unit: $(UNIT)
 	KEEL_ROOT=$(CURDIR) $(UNIT)
@@ -87,7 +87,7 @@ test-replay: $(KEEL)
 	$(KEEL) replay tests/replay
 
 test-blackbox: $(KEEL)
-	KEEL=$(CURDIR)/$(KEEL) sh tests/blackbox/run.sh
+	KEEL=$(abspath $(KEEL)) sh tests/blackbox/run.sh
 
 bench: $(BENCHBIN)
 	KEEL_ROOT=$(CURDIR) $(BENCHBIN) $(BENCH)

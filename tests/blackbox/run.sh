@@ -30,7 +30,11 @@ failed=0
 for file in "$here"/t_*.sh; do
     . "$file"
     for t in $(grep -o '^test_[a-z0-9_]*' "$file"); do
-        if ( set -e; cd "$TMP"; "$t" ) > "$TMP/out.$t" 2>&1; then
+        # Not inside `if`: the shell ignores set -e there, and then only a
+        # test's last check would count.
+        ( set -e; cd "$TMP"; "$t" ) > "$TMP/out.$t" 2>&1
+        status=$?
+        if [ "$status" -eq 0 ]; then
             passed=$((passed + 1))
         else
             failed=$((failed + 1))
