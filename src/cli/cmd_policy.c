@@ -48,7 +48,42 @@ struct policy_options {
     char tools_copy[2048];
 };
 
-/* Parses the shared options; returns 0, or 2 after printing a usage error. */
+/* Splits the comma-separated --tools list into o->tool_names (pointing
+ * into o->tools_copy), skipping blanks. Returns 0, or 2 after an error. */
+static int split_tools(const char *list, struct policy_options *o)
+{
+    char *item;
+
+    if (strlen(list) >= sizeof(o->tools_copy)) {
+        fprintf(stderr, "keel: --tools: list is longer than %zu bytes\n", sizeof(o->tools_copy) - 1);
+        return 2;
+    }
+    snprintf(o->tools_copy, sizeof(o->tools_copy), "%s", list);
+    o->tools_given = 1;
+    o->n_tools = 0;
+    item = o->tools_copy;
+    while (item) {
+        char *comma = strchr(item, ',');
+        if (comma)
+            *comma = '\0';
+        while (*item == ' ')
+            item++;
+        for (char *end = item + strlen(item); end > item && end[-1] == ' ';)
+            *--end = '\0';
+        if (*item) {
+            if (o->n_tools == MAX_TOOL_ARGS) {
+                fprintf(stderr, "keel: --tools: at most %d tools\n", MAX_TOOL_ARGS);
+                return 2;
+            }
+            o->tool_names[o->n_tools++] = item;
+        }
+        item = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Parses the shared options; returns 0, 1 after --help, or 2 after
+ * printing a usage error. */
 static int parse_options(int argc, char **argv, struct policy_options *o)
 {
     static const struct option options[] = {
@@ -85,29 +120,10 @@ static int parse_options(int argc, char **argv, struct policy_options *o)
             }
             snprintf(o->role, sizeof(o->role), "%s", optarg);
             break;
-        case 'T': {
-            char *save = NULL, *item;
-            if (strlen(optarg) >= sizeof(o->tools_copy)) {
-                fprintf(stderr, "keel: --tools: list is longer than %zu bytes\n",
-                        sizeof(o->tools_copy) - 1);
+        case 'T':
+            if (split_tools(optarg, o))
                 return 2;
-            }
-            snprintf(o->tools_copy, sizeof(o->tools_copy), "%s", optarg);
-            o->tools_given = 1;
-            o->n_tools = 0;
-            for (item = strtok_r(o->tools_copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-                while (*item == ' ')
-                    item++;
-                if (!*item)
-                    continue;
-                if (o->n_tools == MAX_TOOL_ARGS) {
-                    fprintf(stderr, "keel: --tools: at most %d tools\n", MAX_TOOL_ARGS);
-                    return 2;
-                }
-                o->tool_names[o->n_tools++] = item;
-            }
             break;
-        }
         case ':':
             fprintf(stderr, "keel: %s needs a value\n\n", argv[optind - 1]);
             policy_usage(stderr);

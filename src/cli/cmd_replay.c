@@ -15,7 +15,8 @@ static void replay_usage(FILE *out)
             "usage: keel replay [--packs DIR] PATH…\n\n"
             "Runs replay fixtures (files, or folders of *.json / *.jsonl) and prints every\n"
             "failure as case, field, expected, actual. Ends with \"N passed, N failed\" and\n"
-            "exits 1 when any case failed. A case without \"now\" uses KEEL_NOW.\n");
+            "exits 1 when any case failed or no case was found. A case without \"now\"\n"
+            "uses KEEL_NOW.\n");
 }
 
 int cmd_replay(int argc, char **argv)
@@ -53,6 +54,11 @@ int cmd_replay(int argc, char **argv)
         replay_run_path(replay, argv[i], &stats, &err);
     }
     replay_free(replay);
+    if (stats.passed + stats.failed == 0) {
+        /* A renamed or emptied fixture folder must not pass silently. */
+        printf("ERROR no replay cases found\n");
+        stats.failed = 1;
+    }
     printf("%d passed, %d failed\n", stats.passed, stats.failed);
     return stats.failed ? 1 : 0;
 }

@@ -31,7 +31,7 @@ void *keel_arena_alloc(struct keel_arena *arena, size_t size)
     size_t rounded, chunk_size;
     void *p;
 
-    if (size > arena->max)
+    if (size > arena->max || size > SIZE_MAX - ARENA_ALIGN)
         return NULL;
     rounded = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (rounded == 0)

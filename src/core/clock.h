@@ -18,7 +18,7 @@
 
 /* Reads KEEL_NOW from the environment and pins the clock to it when set.
  * Returns KEEL_EPARSE (with err naming KEEL_NOW) when it is not RFC 3339;
- * the clock is then left unpinned. */
+ * the clock is then left as it was. */
 int keel_clock_init(struct keel_error *err);
 
 /* Pins the clock to `ms` (ms since the epoch). */

@@ -54,7 +54,10 @@ int keel_json_get_bool(const json_t *obj, const char *key, int required,
 /* Returns a static name of the JSON type of `value` ("object", "null", …). */
 const char *keel_json_type_name(const json_t *value);
 
-/* Appends the compact, key-sorted serialisation of `value` to `buf`. */
+/* Appends the key-sorted serialisation of `value` to `buf`, formatted by
+ * jansson `flags` (JSON_COMPACT, JSON_INDENT(n), …). Returns KEEL_OK, or
+ * KEEL_ENOMEM when jansson or the buffer fails (also when the buffer's cap
+ * is reached); `buf` is then as it was. */
 int keel_json_append(struct keel_buf *buf, const json_t *value, size_t flags);
 
 #endif

@@ -78,12 +78,13 @@ static const char *const reason_names[R_REASON_COUNT] = {
 
 const char *policy_intent_name(enum policy_intent intent)
 {
-    return intent_names[intent];
+    return (unsigned)intent < sizeof(intent_names) / sizeof(intent_names[0]) ? intent_names[intent]
+                                                                              : "unknown";
 }
 
 const char *policy_route_name(enum policy_route route)
 {
-    return route_names[route];
+    return (unsigned)route < POLICY_ROUTE_COUNT ? route_names[route] : "unknown";
 }
 
 const char *policy_reason_name(enum policy_reason reason)

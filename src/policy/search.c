@@ -236,12 +236,14 @@ static int query_add(struct policy_search *s, const char *text, size_t len, char
 static int is_edge_word(const struct policy *policy, const struct policy_scan *scan, uint32_t i)
 {
     const struct lex_token *tok = &scan->lex.tokens[i];
+    const unsigned char *t = (const unsigned char *)scan->text + tok->start;
 
     if (lex_token_is(&policy->lex, &scan->lex, i, CAT_FILLER) ||
         lex_token_is(&policy->lex, &scan->lex, i, CAT_TOPIC_LEAD))
         return 1;
-    return (tok->len == 1 && scan->text[tok->start] == '-') ||
-           (tok->len == 3 && (unsigned char)scan->text[tok->start] == 0xe2);
+    if (tok->len == 1)
+        return t[0] == '-';
+    return tok->len == 3 && t[0] == 0xe2 && t[1] == 0x80 && (t[2] == 0x93 || t[2] == 0x94);
 }
 
 /* Finds the token span that holds the topic: after the first topic lead

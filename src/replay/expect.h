@@ -16,8 +16,9 @@ typedef void (*expect_report_fn)(void *ctx, const char *field, const json_t *exp
 
 /* Checks `expect` against `actual`. Returns KEEL_OK with *mismatches set
  * to the number reported, or KEEL_EINVAL (err names the field) when the
- * expect object itself is malformed: an unknown key, a list that is not a
- * list of strings. `path` prefixes field names in err. */
+ * expect object itself is malformed: an unknown key, a value of the wrong
+ * JSON type, a list that is not a list of strings. `path` prefixes field
+ * names in err and in reports. */
 int expect_check(const json_t *expect, const json_t *actual, const char *path,
                  expect_report_fn report, void *ctx, int *mismatches,
                  struct keel_error *err);

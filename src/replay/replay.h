@@ -34,8 +34,10 @@ struct replay *replay_new(const char *packs_dir, FILE *out);
 void replay_free(struct replay *replay);
 
 /* Runs a fixture file, or every *.json / *.jsonl under a directory (in
- * name order). Case results go into `stats`; a path that cannot be read
- * fails with err set (and counts as one failed case). */
+ * name order). Case results go into `stats`; a file or directory that
+ * cannot be read is printed, counts as one failed case and is returned as
+ * an error with err set. A path holding no cases adds nothing to `stats`:
+ * callers treat a run of zero cases as a failure. */
 int replay_run_path(struct replay *replay, const char *path, struct replay_stats *stats,
                     struct keel_error *err);
 

@@ -7,6 +7,7 @@
 #include "replay/replay.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -350,8 +351,12 @@ static int run_dir(struct replay *replay, const char *path, struct replay_stats 
     struct dirent **entries;
     int n = scandir(path, &entries, NULL, alphasort), rc = KEEL_OK;
 
-    if (n < 0)
-        return keel_error_set(err, KEEL_EIO, path, "cannot read directory");
+    if (n < 0) {
+        keel_error_set(err, KEEL_EIO, path, "cannot read directory: %s", strerror(errno));
+        fprintf(replay->out, "ERROR %s: cannot read directory: %s\n", path, strerror(errno));
+        stats->failed++;
+        return KEEL_EIO;
+    }
     for (int i = 0; i < n; i++) {
         char child[4096];
         const char *name = entries[i]->d_name;

@@ -406,7 +406,7 @@ static int add_phrase(struct lexicon *lex, int category, int value, const char *
                 item = MAKE_ITEM(ITEM_YEAR, 0);
             } else {
                 int cat = category_of_name ? category_of_name(brace + 1, name_len) : -1;
-                if (cat < 0)
+                if (cat < 0 || cat >= LEX_MAX_CATEGORIES)
                     return keel_error_set(err, KEEL_EINVAL, field,
                                           "unknown slot {%.*s} in \"%s\" (use {n}, {year} or a table name)",
                                           (int)name_len, brace + 1, text);
@@ -423,10 +423,6 @@ static int add_phrase(struct lexicon *lex, int category, int value, const char *
     }
     if (phrase.n == 0)
         return keel_error_set(err, KEEL_EINVAL, field, "empty phrase");
-    if (phrase.n == 1 && ITEM_KIND(phrase.items[0]) == ITEM_WORD) {
-        uint32_t id = ITEM_ARG(phrase.items[0]);
-        lex->word_classes[id] |= (uint64_t)1 << category;
-    }
     if (lex->n_phrases == lex->cap_phrases) {
         uint32_t cap = lex->cap_phrases ? lex->cap_phrases * 2 : 64;
         struct lex_phrase *grown = keel_realloc(lex->phrases, cap * sizeof(*grown));
@@ -434,6 +430,11 @@ static int add_phrase(struct lexicon *lex, int category, int value, const char *
             return keel_error_set(err, KEEL_ENOMEM, field, "out of memory");
         lex->phrases = grown;
         lex->cap_phrases = cap;
+    }
+    /* Only now, when nothing can fail any more, does the word join its class. */
+    if (phrase.n == 1 && ITEM_KIND(phrase.items[0]) == ITEM_WORD) {
+        uint32_t id = ITEM_ARG(phrase.items[0]);
+        lex->word_classes[id] |= (uint64_t)1 << category;
     }
     lex->phrases[lex->n_phrases++] = phrase;
     lex->compiled = 0;
@@ -463,14 +464,14 @@ static void note_number_words(struct lexicon *lex, int number_category)
     }
 }
 
-static const struct lexicon *sort_lex;
-
 /* Longer phrases first, then compile order: the first match at a position
- * is the longest. */
-static int by_length(const void *a, const void *b)
+ * is the longest. The lexicon comes through qsort_r's argument, so two
+ * lexicons may be compiled at once. */
+static int by_length(const void *a, const void *b, void *arg)
 {
+    const struct lexicon *lex = arg;
     uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
-    const struct lex_phrase *pa = &sort_lex->phrases[ia], *pb = &sort_lex->phrases[ib];
+    const struct lex_phrase *pa = &lex->phrases[ia], *pb = &lex->phrases[ib];
 
     if (pa->n != pb->n)
         return pa->n > pb->n ? -1 : 1;
@@ -521,12 +522,11 @@ int lexicon_compile(struct lexicon *lex)
         }
         keel_free(fill);
     }
-    sort_lex = lex;
     for (uint32_t w = 0; w < n_words; w++)
         if (counts[w + 1] - counts[w] > 1)
-            qsort(by_first + counts[w], counts[w + 1] - counts[w], sizeof(*by_first), by_length);
-    qsort(slot_first, n_slot, sizeof(*slot_first), by_length);
-    sort_lex = NULL;
+            qsort_r(by_first + counts[w], counts[w + 1] - counts[w], sizeof(*by_first), by_length,
+                    lex);
+    qsort_r(slot_first, n_slot, sizeof(*slot_first), by_length, lex);
     lex->by_first = by_first;
     lex->first_start = counts;
     lex->slot_first = slot_first;
