@@ -169,37 +169,97 @@ static int is_command(const struct policy *policy, const struct policy_scan *sca
     return 0;
 }
 
-int policy_has_paper_noun(const struct policy_scan *scan)
+#define BIT_SET(bits, i) ((bits)[(i) / 64] |= (uint64_t)1 << ((i) % 64))
+#define BIT_GET(bits, i) ((bits)[(i) / 64] >> ((i) % 64) & 1)
+
+/* Finds the clause that names what to search for: it starts after a
+ * paper noun directly followed by a topic lead ("papers on …"), when a
+ * request or search verb comes before the noun, and ends at the next
+ * comma or sentence end. Phrases inside it are part of the topic, not
+ * instructions: "find papers about the library of Alexandria" is no
+ * library request. Without such a clause both ends are UINT32_MAX. */
+static void mark_topic_clause(struct policy_scan *scan)
+{
+    const struct lex_result *lex = &scan->lex;
+    uint32_t first_request = UINT32_MAX;
+
+    memset(scan->lead_len, 0, lex->n_tokens);
+    memset(scan->noun_at, 0, sizeof(scan->noun_at));
+    scan->topic_start = scan->topic_end = UINT32_MAX;
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        if (match->category == CAT_TOPIC_LEAD && match->n > scan->lead_len[match->start])
+            scan->lead_len[match->start] = (uint8_t)match->n;
+        else if (match->category == CAT_PAPER_NOUN)
+            BIT_SET(scan->noun_at, match->start);
+        else if ((match->category == CAT_SEARCH_VERB || match->category == CAT_REQUEST) &&
+                 match->start < first_request)
+            first_request = match->start;
+    }
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *noun = &lex->matches[m];
+        uint32_t end = (uint32_t)noun->start + noun->n;
+        if (noun->category != CAT_PAPER_NOUN || noun->start <= first_request ||
+            end >= lex->n_tokens || !scan->lead_len[end] ||
+            (lex->tokens[end].flags & (LEX_SENTENCE | LEX_BREAK)))
+            continue;
+        scan->topic_start = end + scan->lead_len[end];
+        scan->topic_end = scan->topic_start;
+        while (scan->topic_end < lex->n_tokens &&
+               (scan->topic_end == scan->topic_start ||
+                !(lex->tokens[scan->topic_end].flags & (LEX_SENTENCE | LEX_BREAK))))
+            scan->topic_end++;
+        return;
+    }
+}
+
+/* Nonzero when a phrase of `category` occurs outside the topic clause. */
+static int has_outside_topic(const struct policy_scan *scan, enum policy_category category)
+{
+    const struct lex_result *lex = &scan->lex;
+
+    if (!(lex->categories & CAT_BIT(category)))
+        return 0;
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        if (match->category == category &&
+            (match->start < scan->topic_start || match->start >= scan->topic_end))
+            return 1;
+    }
+    return 0;
+}
+
+/* A paper noun that is not part of a reference to known papers ("these
+ * papers", "the study") — or is, but opens the topic clause ("find the
+ * papers on CRISPR"). */
+static int has_paper_noun(const struct policy_scan *scan)
 {
     const struct lex_result *lex = &scan->lex;
     uint64_t in_ref[LEX_MAX_TOKENS / 64] = {0};
 
     if (!(lex->categories & CAT_BIT(CAT_PAPER_NOUN)))
         return 0;
-    /* Mark the tokens of "these papers", "the study" …, then look for a
-     * paper noun that is not wholly inside one. Two linear passes. */
-    if (lex->categories & CAT_BIT(CAT_PAPER_REF)) {
-        for (uint32_t m = 0; m < lex->n_matches; m++) {
-            const struct lex_match *ref = &lex->matches[m];
-            if (ref->category != CAT_PAPER_REF)
-                continue;
+    if (scan->topic_start != UINT32_MAX)
+        return 1;
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *ref = &lex->matches[m];
+        if (ref->category == CAT_PAPER_REF)
             for (uint32_t t = ref->start; t < (uint32_t)ref->start + ref->n; t++)
-                in_ref[t / 64] |= (uint64_t)1 << (t % 64);
-        }
+                BIT_SET(in_ref, t);
     }
     for (uint32_t m = 0; m < lex->n_matches; m++) {
         const struct lex_match *noun = &lex->matches[m];
         if (noun->category != CAT_PAPER_NOUN)
             continue;
         for (uint32_t t = noun->start; t < (uint32_t)noun->start + noun->n; t++)
-            if (!(in_ref[t / 64] >> (t % 64) & 1))
+            if (!BIT_GET(in_ref, t))
                 return 1;
     }
     return 0;
 }
 
-/* Nonzero when a match of `category` starts within `window` tokens after
- * token `from` (exclusive), with no sentence break in between. */
+/* Nonzero when one of `starts` is set within `window` tokens after token
+ * `from` (exclusive), with no sentence break in between. */
 static int followed_by(const struct policy_scan *scan, const uint64_t *starts, uint32_t from,
                        uint32_t window)
 {
@@ -208,52 +268,47 @@ static int followed_by(const struct policy_scan *scan, const uint64_t *starts, u
     for (uint32_t k = from + 1; k < lex->n_tokens && k <= from + window; k++) {
         if (lex->tokens[k].flags & LEX_SENTENCE)
             return 0;
-        if (starts[k / 64] >> (k % 64) & 1)
+        if (BIT_GET(starts, k))
             return 1;
     }
     return 0;
 }
 
 /* The cues that, beside a paper noun, make a message a search request:
- * a request or search verb, recency, open access, a year rule, a number
- * a few words before a paper noun ("ten recent papers"), a count lead
- * right before one ("top papers"; a number after it counts as above),
- * or a paper noun directly followed by a topic lead ("papers on X").
- * With an analysis phrase present, counts alone are no request
- * ("compare the two studies"). */
+ * a request or search verb, recency, open access, a year rule; a number
+ * a few words before a paper noun ("ten recent papers"); a count lead
+ * right before one ("top papers"); or a paper noun directly followed by a
+ * topic lead ("papers on X"). When the message also asks for analysis
+ * ("summarize the latest papers you found", "compare the two studies"),
+ * only a search verb, an explicit web search or "papers on X" count. */
 static int search_requested(const struct policy *policy, const struct policy_scan *scan)
 {
     const struct lex_result *lex = &scan->lex;
-    const uint64_t strong = CAT_BIT(CAT_SEARCH_VERB) | CAT_BIT(CAT_REQUEST) |
-                            CAT_BIT(CAT_RECENCY) | CAT_BIT(CAT_OPEN_ACCESS) |
-                            CAT_BIT(CAT_YEAR_RULE);
-    uint64_t noun_at[LEX_MAX_TOKENS / 64] = {0}, lead_at[LEX_MAX_TOKENS / 64] = {0};
+    uint64_t strong = CAT_BIT(CAT_SEARCH_VERB) | CAT_BIT(CAT_WEB_EXPLICIT);
+    int analysis = has_outside_topic(scan, CAT_ANALYSIS);
 
+    if (!analysis)
+        strong |= CAT_BIT(CAT_REQUEST) | CAT_BIT(CAT_RECENCY) | CAT_BIT(CAT_OPEN_ACCESS) |
+                  CAT_BIT(CAT_YEAR_RULE);
     if (lex->categories & strong)
         return 1;
     for (uint32_t m = 0; m < lex->n_matches; m++) {
         const struct lex_match *match = &lex->matches[m];
-        if (match->category == CAT_PAPER_NOUN)
-            noun_at[match->start / 64] |= (uint64_t)1 << (match->start % 64);
-        else if (match->category == CAT_TOPIC_LEAD)
-            lead_at[match->start / 64] |= (uint64_t)1 << (match->start % 64);
-    }
-    for (uint32_t m = 0; m < lex->n_matches; m++) {
-        const struct lex_match *match = &lex->matches[m];
-        uint32_t last = (uint32_t)match->start + match->n - 1;
-        if (match->category == CAT_PAPER_NOUN && followed_by(scan, lead_at, last, 1))
+        uint32_t end = (uint32_t)match->start + match->n;
+        if (match->category == CAT_PAPER_NOUN && end < lex->n_tokens && scan->lead_len[end] &&
+            !(lex->tokens[end].flags & LEX_SENTENCE))
             return 1;
-        if (lex->categories & CAT_BIT(CAT_ANALYSIS))
+        if (analysis)
             continue;
         if (match->category == CAT_NUMBER &&
-            followed_by(scan, noun_at, last, (uint32_t)policy->count_window + 1))
+            followed_by(scan, scan->noun_at, end - 1, (uint32_t)policy->count_window + 1))
             return 1;
-        if (match->category == CAT_COUNT_LEAD && followed_by(scan, noun_at, last, 1))
+        if (match->category == CAT_COUNT_LEAD && followed_by(scan, scan->noun_at, end - 1, 1))
             return 1;
     }
-    for (uint32_t i = 0; i < lex->n_tokens && !(lex->categories & CAT_BIT(CAT_ANALYSIS)); i++)
+    for (uint32_t i = 0; i < lex->n_tokens && !analysis; i++)
         if ((lex->tokens[i].flags & LEX_NUMERIC) && lex->tokens[i].number >= 0 &&
-            followed_by(scan, noun_at, i, (uint32_t)policy->count_window + 1))
+            followed_by(scan, scan->noun_at, i, (uint32_t)policy->count_window + 1))
             return 1;
     return 0;
 }
@@ -352,31 +407,33 @@ void policy_decide(const struct policy *policy, const struct policy_context *ctx
     /* "Don't look it up" names a search only to forbid it. */
     d->signals.explicit_request = (web_explicit || has(&scan, CAT_SEARCH_VERB)) &&
                                   !has(&scan, CAT_VETO);
+    mark_topic_clause(&scan);
 
     if (is_command(policy, &scan)) {
         set_route(d, POLICY_ROUTE_COMMAND, 1, R_HARD_COMMAND);
-    } else if (has(&scan, CAT_VETO)) {
+    } else if (has_outside_topic(&scan, CAT_VETO)) {
         set_route(d, POLICY_ROUTE_LLM_ONLY, 1, R_USER_TOOL_VETO);
         if (has(&scan, CAT_ANALYSIS))
             d->intent = POLICY_INTENT_ANALYSIS;
-    } else if (has(&scan, CAT_LIBRARY)) {
+    } else if (has_outside_topic(&scan, CAT_LIBRARY)) {
         set_route(d, POLICY_ROUTE_LOCAL_MEMORY, 1, R_LIBRARY_REQUEST);
-    } else if (has(&scan, CAT_MEMORY)) {
+    } else if (has_outside_topic(&scan, CAT_MEMORY)) {
         set_route(d, POLICY_ROUTE_LOCAL_MEMORY, 1, R_PERSONAL_MEMORY);
-    } else if (has(&scan, CAT_CONVERSION)) {
+    } else if (has_outside_topic(&scan, CAT_CONVERSION)) {
         set_route(d, POLICY_ROUTE_CONVERSION, 1, R_CONVERSION);
     } else {
-        paper_search = policy_has_paper_noun(&scan) && search_requested(policy, &scan);
+        paper_search = has_paper_noun(&scan) && search_requested(policy, &scan);
         /* "What is the latest consensus on X?" asks for an answer; with an
          * explicit "find"/"search" it is a search after all. */
-        if (has(&scan, CAT_NOT_SEARCH) && !has(&scan, CAT_SEARCH_VERB) &&
+        if (has_outside_topic(&scan, CAT_NOT_SEARCH) && !has(&scan, CAT_SEARCH_VERB) &&
             !has(&scan, CAT_WEB_EXPLICIT)) {
             set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_QUESTION_NOT_SEARCH);
         } else if (paper_search) {
             set_route(d, POLICY_ROUTE_WEBSEARCH, 0, R_PAPER_SEARCH);
             decide_search(policy, ctx, &scan, d);
         } else if (web_explicit || volatile_class ||
-                   (volatile_words && d->signals.topic_class >= 0)) {
+                   (volatile_words && d->signals.topic_class >= 0 &&
+                    !has_outside_topic(&scan, CAT_ANALYSIS))) {
             set_route(d, POLICY_ROUTE_WEBSEARCH, 0,
                       web_explicit ? R_WEB_EXPLICIT : R_VOLATILE_TOPIC);
             decide_search(policy, ctx, &scan, d);

@@ -77,6 +77,9 @@ struct policy_scan {
     struct lex_result lex;
     uint8_t consumed[LEX_MAX_TOKENS];    /* token is not part of the topic */
     uint8_t deictic_len[LEX_MAX_TOKENS]; /* longest deictic phrase starting here */
+    uint8_t lead_len[LEX_MAX_TOKENS];    /* longest topic lead starting here */
+    uint64_t noun_at[LEX_MAX_TOKENS / 64]; /* a paper noun starts here */
+    uint32_t topic_start, topic_end;     /* the searched-for topic's clause, see decide.c */
     const char *text;
     size_t n;
 };
@@ -91,7 +94,5 @@ void policy_add_reason(struct policy_decision *d, enum policy_reason reason);
 void policy_fill_search(const struct policy *policy, const struct policy_context *ctx,
                         struct policy_scan *scan, struct policy_decision *d);
 
-/* Returns nonzero when a paper noun occurs outside any paper reference. */
-int policy_has_paper_noun(const struct policy_scan *scan);
 
 #endif

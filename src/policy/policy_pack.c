@@ -139,6 +139,44 @@ static int load_numbers(struct policy *policy, const json_t *numbers, struct kee
     return KEEL_OK;
 }
 
+static int count_substr(const char *text, const char *needle)
+{
+    int count = 0;
+
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        count++;
+    return count;
+}
+
+/* A year rule must carry what its action reads: one {year} (since, after,
+ * before, until, exact), two (range), or a count — {n} or `n:` — (window,
+ * ago). Otherwise the decision would read a slot that is not there. */
+static int check_year_slots(struct policy *policy, const char *phrase, int action, int fixed,
+                            const char *path, struct keel_error *err)
+{
+    int years = count_substr(phrase, "{year}"), counts = count_substr(phrase, "{n}");
+
+    switch (action) {
+    case YEAR_RANGE:
+        if (years != 2)
+            return pack_fail(policy->pack, path, err,
+                             "a range needs two {year} slots, \"%s\" has %d", phrase, years);
+        return KEEL_OK;
+    case YEAR_WINDOW:
+    case YEAR_AGO:
+        if (years || (counts != 1 && !fixed) || (counts && fixed))
+            return pack_fail(policy->pack, path, err,
+                             "%s needs either one {n} slot or an n: value, and no {year}: \"%s\"",
+                             year_actions[action], phrase);
+        return KEEL_OK;
+    default:
+        if (years != 1 || counts || fixed)
+            return pack_fail(policy->pack, path, err, "%s needs exactly one {year} slot: \"%s\"",
+                             year_actions[action], phrase);
+        return KEEL_OK;
+    }
+}
+
 static int load_years(struct policy *policy, const json_t *years, struct keel_error *err)
 {
     static const char *const keys[] = {"phrase", "action", "n", NULL};
@@ -171,9 +209,14 @@ static int load_years(struct policy *policy, const json_t *years, struct keel_er
                              action);
         {
             char phrase_path[KEEL_JSON_PATH_MAX];
+            json_t *phrase = json_object_get(rule, "phrase");
             keel_json_path_key(phrase_path, sizeof(phrase_path), path, "phrase");
-            if (!json_object_get(rule, "phrase"))
+            if (!phrase)
                 return pack_fail(policy->pack, phrase_path, err, "is required");
+            if (json_is_string(phrase) &&
+                (rc = check_year_slots(policy, json_string_value(phrase), act, (int)fixed,
+                                       phrase_path, err)))
+                return rc;
             rc = add_phrase(policy, CAT_YEAR_RULE, act * 1000 + (int)fixed,
                             json_object_get(rule, "phrase"), phrase_path, err);
             if (rc)

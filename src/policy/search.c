@@ -67,7 +67,13 @@ static int apply_year_rule(const struct policy_context *ctx, const struct lex_ma
         policy_add_reason(d, R_YEAR_UNTIL);
         return 1;
     case YEAR_EXACT:
-        s->year_from = s->year_to = y1;
+        /* "in 2019 … and 2021": several single years widen the range. */
+        if (s->year_from && s->year_to && s->year_from <= s->year_to) {
+            s->year_from = y1 < s->year_from ? y1 : s->year_from;
+            s->year_to = y1 > s->year_to ? y1 : s->year_to;
+        } else {
+            s->year_from = s->year_to = y1;
+        }
         policy_add_reason(d, R_YEAR_EXACT);
         return 1;
     case YEAR_RANGE:
@@ -99,15 +105,25 @@ static void apply_years(const struct policy *policy, const struct policy_context
     int explicit_years = 0;
 
     for (uint32_t i = 0; i < lex->n_matches; i++) {
-        const struct lex_match *best = &lex->matches[i];
-        if (best->category != CAT_YEAR_RULE || best->start < covered)
+        const struct lex_match *first = &lex->matches[i], *best = first;
+        uint32_t end;
+        if (first->category != CAT_YEAR_RULE || first->start < covered)
             continue;
-        /* Matches at one position are adjacent: take the longest rule. */
-        for (uint32_t k = i + 1; k < lex->n_matches && lex->matches[k].start == best->start; k++)
-            if (lex->matches[k].category == CAT_YEAR_RULE && lex->matches[k].n > best->n)
-                best = &lex->matches[k];
-        covered = best->start + best->n;
-        consume(scan, best->start, best->n);
+        /* Of the rules overlapping this one, one that captures two years
+         * wins ("in 2019-2021" is a range, not "in 2019" and a stray
+         * "- 2021"); otherwise the first, which is the longest at the
+         * leftmost position ("pre-2000 studies"). Matches come in token
+         * order, so one forward scan finds them. */
+        end = (uint32_t)first->start + first->n;
+        for (uint32_t k = i + 1; k < lex->n_matches && lex->matches[k].start < (uint32_t)first->start + first->n; k++) {
+            const struct lex_match *other = &lex->matches[k];
+            if (other->category == CAT_YEAR_RULE && other->slot[1] >= 0 && best->slot[1] < 0)
+                best = other;
+        }
+        if ((uint32_t)best->start + best->n > end)
+            end = (uint32_t)best->start + best->n;
+        covered = end;
+        consume(scan, first->start, end - first->start);
         explicit_years |= apply_year_rule(ctx, best, d);
     }
     if (lex->categories & CAT_BIT(CAT_RECENCY)) {
@@ -131,9 +147,12 @@ static void apply_years(const struct policy *policy, const struct policy_context
     }
 }
 
-/* A number at tokens [start, start+n) is a count when a paper/count noun
- * follows within the window (no break, no other number between) or a
- * count lead ("top") precedes it, and no time unit ("years") follows. */
+/* A number at tokens [start, start+n) is a count when a paper or count
+ * noun follows within the window (no break, no other number between) and
+ * no time unit ("years") follows it directly. After a count lead the
+ * clause may also end there ("… top 10 please"), but "the top 5 risk
+ * factors" is no count. Returns the noun's token (or the number's own
+ * when a lead stands in for the noun), or -1. */
 static int count_noun_after(const struct policy *policy, const struct policy_scan *scan,
                             const uint64_t *noun_at, uint32_t start, uint32_t n)
 {
@@ -144,9 +163,6 @@ static int count_noun_after(const struct policy *policy, const struct policy_sca
         return -1;
     if (next < lex->n_tokens && lex_token_is(&policy->lex, lex, next, CAT_TIME_UNIT))
         return -1;
-    if (start > 0 && !(lex->tokens[start].flags & (LEX_SENTENCE | LEX_BREAK)) &&
-        lex_token_is(&policy->lex, lex, start - 1, CAT_COUNT_LEAD))
-        return (int)start - 1;
     for (uint32_t k = next; k < lex->n_tokens && k <= next + (uint32_t)policy->count_window; k++) {
         if (lex->tokens[k].flags & (LEX_SENTENCE | LEX_BREAK))
             break;
@@ -155,6 +171,12 @@ static int count_noun_after(const struct policy *policy, const struct policy_sca
         if (lex->tokens[k].number >= 0)
             break;
     }
+    if (start > 0 && !(lex->tokens[start].flags & (LEX_SENTENCE | LEX_BREAK)) &&
+        lex_token_is(&policy->lex, lex, start - 1, CAT_COUNT_LEAD) &&
+        (next >= lex->n_tokens || (lex->tokens[next].flags & (LEX_SENTENCE | LEX_BREAK)) ||
+         lex_token_is(&policy->lex, lex, next, CAT_FILLER) ||
+         lex_token_is(&policy->lex, lex, next, CAT_TOPIC_LEAD)))
+        return (int)start;
     return -1;
 }
 
@@ -206,7 +228,10 @@ static void apply_count(const struct policy *policy, struct policy_scan *scan,
         return;
     }
     consume(scan, best_start, best_n);
-    if ((uint32_t)best_anchor < best_start || lex_token_is(&policy->lex, lex, (uint32_t)best_anchor, CAT_COUNT_NOUN))
+    if (best_start > 0 && !(lex->tokens[best_start].flags & (LEX_SENTENCE | LEX_BREAK)) &&
+        lex_token_is(&policy->lex, lex, best_start - 1, CAT_COUNT_LEAD))
+        consume(scan, best_start - 1, 1);
+    if (lex_token_is(&policy->lex, lex, (uint32_t)best_anchor, CAT_COUNT_NOUN))
         consume(scan, (uint32_t)best_anchor, 1);
     policy_add_reason(d, R_COUNT_EXPLICIT);
     if (best_value < 1 || best_value > policy->max_count) {
@@ -356,7 +381,8 @@ void policy_fill_search(const struct policy *policy, const struct policy_context
     const struct lex_result *lex = &scan->lex;
     const uint64_t stripped = CAT_BIT(CAT_REQUEST) | CAT_BIT(CAT_SEARCH_VERB) |
                               CAT_BIT(CAT_PAPER_NOUN) | CAT_BIT(CAT_RECENCY) |
-                              CAT_BIT(CAT_OPEN_ACCESS) | CAT_BIT(CAT_WEB_EXPLICIT);
+                              CAT_BIT(CAT_OPEN_ACCESS) | CAT_BIT(CAT_WEB_EXPLICIT) |
+                              CAT_BIT(CAT_ANALYSIS);
 
     memset(scan->consumed, 0, lex->n_tokens);
     d->has_search = 1;

@@ -115,6 +115,15 @@ static inline size_t char_kind(const unsigned char *s, size_t n, size_t i, char 
     return 1;
 }
 
+/* Nonzero when, after blanks, the text at i goes on with a lower-case
+ * letter: the dot before was an abbreviation's, not a sentence's end. */
+static int lowercase_follows(const unsigned char *s, size_t n, size_t i)
+{
+    while (i < n && (s[i] == ' ' || s[i] == '\t'))
+        i++;
+    return i < n && s[i] >= 'a' && s[i] <= 'z';
+}
+
 static inline void norm_add(struct raw_token *tok, unsigned char c)
 {
     if (tok->norm_len < LEX_MAX_WORD) {
@@ -134,7 +143,7 @@ static int scan_token(const char *text, size_t n, size_t *pos, uint32_t *carry,
     const unsigned char *s = (const unsigned char *)text;
     size_t i = *pos;
     char kind;
-    int numeric, digits_only;
+    int numeric, digits_only, inner_dot;
 
     /* Skip separators, remembering what they were. */
     while (i < n) {
@@ -154,8 +163,8 @@ static int scan_token(const char *text, size_t n, size_t *pos, uint32_t *carry,
             *pos = i + w;
             return 1;
         }
-        if (kind == '.')
-            *carry |= LEX_SENTENCE;
+        if (kind == '.' && !(s[i] == '.' && lowercase_follows(s, n, i + 1)))
+            *carry |= LEX_SENTENCE;  /* "vs. exercise": no new sentence */
         else if (kind == ',')
             *carry |= LEX_BREAK;
         i += w;
@@ -171,6 +180,7 @@ static int scan_token(const char *text, size_t n, size_t *pos, uint32_t *carry,
     *carry = 0;
     numeric = 1;
     digits_only = 1;
+    inner_dot = 0;
     while (i < n) {
         size_t w = char_kind(s, n, i, &kind);
         if (kind == 'w') {
@@ -191,6 +201,19 @@ static int scan_token(const char *text, size_t n, size_t *pos, uint32_t *carry,
                 i += w;
                 continue;
             }
+        }
+        if (s[i] == '.' && !numeric && tok->norm_len > 0 && i + 1 < n && is_ascii_word(s[i + 1])) {
+            /* U.S, Node.js, e.g: a dot between letters stays in the word. */
+            norm_add(tok, '.');
+            inner_dot = 1;
+            i++;
+            continue;
+        }
+        if (s[i] == '.' && inner_dot && (i + 1 >= n || !is_ascii_word(s[i + 1]))) {
+            /* …and so does the closing dot of such an abbreviation. */
+            norm_add(tok, '.');
+            i++;
+            break;
         }
         if ((s[i] == '.' || s[i] == ',') && numeric && digits_only && i + 1 < n &&
             is_digit(s[i + 1]) && tok->norm_len > 0) {

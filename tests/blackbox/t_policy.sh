@@ -175,3 +175,12 @@ test_debug_log_shows_the_decision() {
     expect_err '"event":"policy.decision"'
     expect_err '"event":"pack.loaded"'
 }
+
+test_year_rule_without_its_slot_is_rejected() {
+    mkdir -p "$TMP/packs/p"
+    printf 'name: p\nroles: {viewer: [read]}\npolicy:\n  years:\n    - {phrase: "since the pandemic", action: since}\n' \
+        > "$TMP/packs/p/pack.yaml"
+    run "$KEEL" policy explain "hi" --pack p --packs "$TMP/packs"
+    expect_rc 2
+    expect_err "pack.yaml:5: policy.years[0].phrase: since needs exactly one {year} slot"
+}

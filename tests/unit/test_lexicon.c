@@ -278,13 +278,13 @@ START_TEST(test_case_and_flags)
 {
     struct lexicon lex;
     struct lex_result *res;
-    const char *text = "FIND papers, km: miles; usd! eur? ten (a) few. x\xe2\x80\xa6y \"z\"";
+    const char *text = "FIND papers, km: miles; usd! eur? ten (a) few. X\xe2\x80\xa6y \"z\"";
 
     build(&lex);
     res = match(&lex, text);
     {
         const char *const expect[] = {"FIND", "papers", "km", "miles", "usd", "eur", "ten",
-                                      "a", "few", "x", "y", "z"};
+                                      "a", "few", "X", "y", "z"};
         assert_tokens(text, res, expect, 12);
     }
     ck_assert_uint_eq(res->tokens[0].word, lexicon_word(&lex, "find", 4));
@@ -405,17 +405,38 @@ START_TEST(test_longest_first)
 }
 END_TEST
 
+/* A dot inside a word or before a lower-case word is no sentence end:
+ * "U.S. opioid", "Node.js", "vs. exercise"; one before a capital is. */
+START_TEST(test_abbreviation_dots)
+{
+    struct lexicon lex;
+    struct lex_result *res;
+
+    build(&lex);
+    res = match(&lex, "the U.S. opioid crisis in Node.js vs. exercise. Then");
+    {
+        const char *const expect[] = {"the", "U.S.", "opioid", "crisis", "in", "Node.js", "vs",
+                                      "exercise", "Then"};
+        assert_tokens("the U.S. opioid crisis in Node.js vs. exercise. Then", res, expect, 9);
+    }
+    ck_assert_uint_eq(res->tokens[2].flags, 0);
+    ck_assert_uint_eq(res->tokens[7].flags, 0);
+    ck_assert_uint_eq(res->tokens[8].flags, LEX_SENTENCE);
+    lexicon_release(&lex);
+}
+END_TEST
+
 START_TEST(test_no_match_across_sentence)
 {
     struct lexicon lex;
 
     build(&lex);
     ck_assert_int_ge(find_match(match(&lex, "find me"), 1, 0), 0);
-    ck_assert_int_eq(find_match(match(&lex, "find. me"), 1, 0), -1);
+    ck_assert_int_eq(find_match(match(&lex, "find. Me"), 1, 0), -1);
     ck_assert_int_eq(find_match(match(&lex, "find! Me"), 1, 0), -1);
     ck_assert_int_eq(find_match(match(&lex, "find, me"), 1, 0), -1);
     ck_assert_int_eq(find_match(match(&lex, "find (me)"), 1, 0), -1);
-    ck_assert_int_eq(find_match(match(&lex, "5 km. to miles"), 9, 0), -1);
+    ck_assert_int_eq(find_match(match(&lex, "5 km. To miles"), 9, 0), -1);
     ck_assert_int_eq(find_match(match(&lex, "since: 2020"), 14, 0), -1);
     /* A break before the first word of a phrase is fine. */
     ck_assert_int_ge(find_match(match(&lex, "ok. find me"), 1, 1), 0);
@@ -658,6 +679,7 @@ Suite *suite_lexicon(void)
     tcase_add_test(tokens, test_numbers);
     tcase_add_test(tokens, test_number_glued_to_name);
     tcase_add_test(tokens, test_case_and_flags);
+    tcase_add_test(tokens, test_abbreviation_dots);
     tcase_add_test(tokens, test_utf8_valid);
     tcase_add_test(tokens, test_utf8_invalid);
     suite_add_tcase(s, tokens);
