@@ -434,6 +434,7 @@ static int add_phrase(struct lexicon *lex, int category, int value, const char *
                                           "unknown slot {%.*s} in \"%s\" (use {n}, {year} or a table name)",
                                           (int)name_len, brace + 1, text);
                 item = MAKE_ITEM(ITEM_CLASS, cat);
+                lex->slot_classes |= (uint64_t)1 << cat;
             }
             if (phrase.n >= LEX_MAX_PHRASE_ITEMS)
                 return keel_error_set(err, KEEL_EINVAL, field,
@@ -677,11 +678,16 @@ void lexicon_match(const struct lexicon *lex, const char *text, size_t n,
     for (uint32_t i = 0; i < out->n_tokens; i++) {
         uint32_t w = out->tokens[i].word;
         uint32_t k = w ? lex->first_start[w] : 0, end = w ? lex->first_start[w + 1] : 0, s = 0;
+        const struct lex_token *tok = &out->tokens[i];
+        /* Slot-first phrases need a number or a word of some class here;
+         * most tokens are neither, so skip that list for them. */
+        uint32_t n_slot = (tok->number >= 0 || (tok->flags & LEX_NUMERIC) ||
+                           (w && (lex->word_classes[w] & lex->slot_classes))) ? lex->n_slot_first : 0;
         /* Both lists are longest first; merge them so the first match at a
          * position is the longest whether its phrase starts with a word
          * ("usd") or a slot ("{unit} to {unit} rate"). */
-        while (k < end || s < lex->n_slot_first) {
-            if (s == lex->n_slot_first ||
+        while (k < end || s < n_slot) {
+            if (s == n_slot ||
                 (k < end && comes_first(lex, lex->by_first[k], lex->slot_first[s])))
                 try_phrase(lex, out, i, lex->by_first[k++]);
             else

@@ -71,6 +71,7 @@ struct lexicon {
     uint32_t *by_first;        /* phrase indices sorted by first word */
     uint32_t *first_start;     /* word id -> range in by_first; n_words+1 entries */
     uint32_t *slot_first;      /* phrases that start with a slot */
+    uint64_t slot_classes;     /* categories some phrase uses as a {slot} */
     uint32_t n_slot_first;
     int compiled;
 };
