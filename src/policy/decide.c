@@ -11,8 +11,11 @@
  *   6. analysis         summarize/compare, or references to known papers
  *   7. smalltalk, then the default: llm_only / general
  *
- * A search fills the search policy (search.c) and forces the pack's search
- * tool when it is available and the role may call it.
+ * Rules 2–6 look only outside the topic clause ("find papers about the
+ * library of Alexandria" is a search; see mark_topic_clause). A search
+ * fills the search policy (search.c) and forces the pack's search tool
+ * when it is available and the role may call it. docs/policy.md has the
+ * full table.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -367,11 +370,62 @@ static void decide_search(const struct policy *policy, const struct policy_conte
     }
 }
 
+/* Applies the route rules in order (see the table at the top of this
+ * file) and, for a search, fills the search policy. */
+static void choose_route(const struct policy *policy, const struct policy_context *ctx,
+                         struct policy_scan *scan, struct policy_decision *d)
+{
+    int web_explicit = has(scan, CAT_WEB_EXPLICIT), paper_search;
+    int volatile_class = d->signals.topic_class >= 0 &&
+                         policy->class_volatile[d->signals.topic_class];
+    int volatile_words = has(scan, CAT_VOLATILE) || has(scan, CAT_RECENCY);
+
+    if (is_command(policy, scan)) {
+        set_route(d, POLICY_ROUTE_COMMAND, 1, R_HARD_COMMAND);
+    } else if (has_outside_topic(scan, CAT_VETO)) {
+        set_route(d, POLICY_ROUTE_LLM_ONLY, 1, R_USER_TOOL_VETO);
+        if (has(scan, CAT_ANALYSIS))
+            d->intent = POLICY_INTENT_ANALYSIS;
+    } else if (has_outside_topic(scan, CAT_LIBRARY)) {
+        set_route(d, POLICY_ROUTE_LOCAL_MEMORY, 1, R_LIBRARY_REQUEST);
+    } else if (has_outside_topic(scan, CAT_MEMORY)) {
+        set_route(d, POLICY_ROUTE_LOCAL_MEMORY, 1, R_PERSONAL_MEMORY);
+    } else if (has_outside_topic(scan, CAT_CONVERSION)) {
+        set_route(d, POLICY_ROUTE_CONVERSION, 1, R_CONVERSION);
+    } else {
+        paper_search = has_paper_noun(scan) && search_requested(policy, scan);
+        /* "What is the latest consensus on X?" asks for an answer; with an
+         * explicit "find"/"search" it is a search after all. */
+        if (has_outside_topic(scan, CAT_NOT_SEARCH) && !has(scan, CAT_SEARCH_VERB) &&
+            !has(scan, CAT_WEB_EXPLICIT)) {
+            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_QUESTION_NOT_SEARCH);
+        } else if (paper_search) {
+            set_route(d, POLICY_ROUTE_WEBSEARCH, 0, R_PAPER_SEARCH);
+            decide_search(policy, ctx, scan, d);
+        } else if (web_explicit || volatile_class ||
+                   (volatile_words && d->signals.topic_class >= 0 &&
+                    !has_outside_topic(scan, CAT_ANALYSIS))) {
+            set_route(d, POLICY_ROUTE_WEBSEARCH, 0,
+                      web_explicit ? R_WEB_EXPLICIT : R_VOLATILE_TOPIC);
+            decide_search(policy, ctx, scan, d);
+        } else if (has(scan, CAT_ANALYSIS) || has(scan, CAT_PAPER_REF)) {
+            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_ANALYSIS);
+            d->intent = POLICY_INTENT_ANALYSIS;
+        } else if (has(scan, CAT_SEARCH_VERB)) {
+            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_FIND_WITHOUT_PAPER_NOUN);
+        } else if (has(scan, CAT_SMALLTALK)) {
+            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_SMALLTALK);
+        } else {
+            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_DEFAULT_LLM);
+        }
+    }
+}
+
 void policy_decide(const struct policy *policy, const struct policy_context *ctx,
                    const char *message, size_t n, struct policy_decision *d)
 {
     struct policy_scan scan;
-    int paper_search, web_explicit, volatile_class, volatile_words, cut = 0;
+    int web_explicit, volatile_class, volatile_words, cut = 0;
 
     memset(d, 0, offsetof(struct policy_decision, search));
     d->force_tool = -1;
@@ -409,45 +463,7 @@ void policy_decide(const struct policy *policy, const struct policy_context *ctx
                                   !has(&scan, CAT_VETO);
     mark_topic_clause(&scan);
 
-    if (is_command(policy, &scan)) {
-        set_route(d, POLICY_ROUTE_COMMAND, 1, R_HARD_COMMAND);
-    } else if (has_outside_topic(&scan, CAT_VETO)) {
-        set_route(d, POLICY_ROUTE_LLM_ONLY, 1, R_USER_TOOL_VETO);
-        if (has(&scan, CAT_ANALYSIS))
-            d->intent = POLICY_INTENT_ANALYSIS;
-    } else if (has_outside_topic(&scan, CAT_LIBRARY)) {
-        set_route(d, POLICY_ROUTE_LOCAL_MEMORY, 1, R_LIBRARY_REQUEST);
-    } else if (has_outside_topic(&scan, CAT_MEMORY)) {
-        set_route(d, POLICY_ROUTE_LOCAL_MEMORY, 1, R_PERSONAL_MEMORY);
-    } else if (has_outside_topic(&scan, CAT_CONVERSION)) {
-        set_route(d, POLICY_ROUTE_CONVERSION, 1, R_CONVERSION);
-    } else {
-        paper_search = has_paper_noun(&scan) && search_requested(policy, &scan);
-        /* "What is the latest consensus on X?" asks for an answer; with an
-         * explicit "find"/"search" it is a search after all. */
-        if (has_outside_topic(&scan, CAT_NOT_SEARCH) && !has(&scan, CAT_SEARCH_VERB) &&
-            !has(&scan, CAT_WEB_EXPLICIT)) {
-            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_QUESTION_NOT_SEARCH);
-        } else if (paper_search) {
-            set_route(d, POLICY_ROUTE_WEBSEARCH, 0, R_PAPER_SEARCH);
-            decide_search(policy, ctx, &scan, d);
-        } else if (web_explicit || volatile_class ||
-                   (volatile_words && d->signals.topic_class >= 0 &&
-                    !has_outside_topic(&scan, CAT_ANALYSIS))) {
-            set_route(d, POLICY_ROUTE_WEBSEARCH, 0,
-                      web_explicit ? R_WEB_EXPLICIT : R_VOLATILE_TOPIC);
-            decide_search(policy, ctx, &scan, d);
-        } else if (has(&scan, CAT_ANALYSIS) || has(&scan, CAT_PAPER_REF)) {
-            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_ANALYSIS);
-            d->intent = POLICY_INTENT_ANALYSIS;
-        } else if (has(&scan, CAT_SEARCH_VERB)) {
-            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_FIND_WITHOUT_PAPER_NOUN);
-        } else if (has(&scan, CAT_SMALLTALK)) {
-            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_SMALLTALK);
-        } else {
-            set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_DEFAULT_LLM);
-        }
-    }
+    choose_route(policy, ctx, &scan, d);
     /* A route the pack binds to a tool (conversion_tool: convert_units)
      * forces it, unless the search rules already forced one. */
     if (d->force_tool < 0 && d->intent != POLICY_INTENT_CLARIFY &&

@@ -167,6 +167,77 @@ static int read_context(const json_t *context, const char *path, const char **to
     return KEEL_OK;
 }
 
+/* What a case gives all its turns. */
+struct case_setup {
+    const char *origin, *name, *role, *hint;
+    const char *tools[REPLAY_MAX_TOOLS];
+    size_t n_tools;
+    int tools_given;
+    int64_t now;
+    struct policy *policy;
+};
+
+/* Checks a turn's decision against its `expect`. Returns KEEL_OK,
+ * KEEL_EFAIL (mismatches printed) or a fixture error naming the field in
+ * full (turns[i].expect.…). */
+static int check_turn(struct replay *replay, const struct case_setup *setup, const json_t *turn,
+                      const char *path, size_t index, const json_t *actual,
+                      struct keel_error *err)
+{
+    struct failure_ctx report = {replay, setup->origin, setup->name, index + 1};
+    json_t *expect = json_object_get(turn, "expect");
+    char field[KEEL_JSON_PATH_MAX];
+    int mismatches = 0, rc;
+
+    keel_json_path_key(field, sizeof(field), path, "expect");
+    if (!expect)
+        return keel_error_set(err, KEEL_EINVAL, field, "is required");
+    rc = expect_check(expect, actual, "", report_mismatch, &report, &mismatches, err);
+    if (rc) {
+        char full[KEEL_JSON_PATH_MAX + KEEL_ERROR_FIELD_MAX + 2];
+        char message[KEEL_ERROR_MESSAGE_MAX];
+        snprintf(full, sizeof(full), "%s%s%s", field, err->field[0] ? "." : "", err->field);
+        snprintf(message, sizeof(message), "%s", err->message);
+        return keel_error_set(err, rc, full, "%s", message);
+    }
+    return mismatches ? KEEL_EFAIL : KEEL_OK;
+}
+
+/* Runs turn `index` of a case: its own context over the case's, the
+ * decision, the check. Same returns as check_turn. */
+static int run_turn(struct replay *replay, const struct case_setup *setup, const json_t *turn,
+                    size_t index, struct keel_error *err)
+{
+    static const char *const turn_keys[] = {"user", "context", "expect", NULL};
+    char path[KEEL_JSON_PATH_MAX], field[KEEL_JSON_PATH_MAX];
+    const char *user = NULL, *hint = setup->hint, *tools[REPLAY_MAX_TOOLS];
+    size_t n_tools = setup->n_tools;
+    int tools_given = setup->tools_given, rc;
+    struct policy_context ctx;
+    struct policy_decision decision;
+    json_t *actual;
+
+    memcpy(tools, setup->tools, setup->n_tools * sizeof(tools[0]));
+    keel_json_path_index(path, sizeof(path), "turns", index);
+    keel_json_path_key(field, sizeof(field), path, "context");
+    if (!json_is_object(turn))
+        return keel_error_set(err, KEEL_EINVAL, path, "must be an object");
+    if ((rc = keel_json_check_keys(turn, turn_keys, path, err)) ||
+        (rc = keel_json_get_string(turn, "user", 1, path, &user, err)) ||
+        (rc = read_context(json_object_get(turn, "context"), field, &hint, tools, &n_tools,
+                           &tools_given, err)) ||
+        (rc = policy_context_init(&ctx, setup->policy, setup->role, tools_given ? tools : NULL,
+                                  n_tools, hint, setup->now, err)))
+        return rc;
+    policy_decide(setup->policy, &ctx, user, strlen(user), &decision);
+    actual = policy_decision_json(setup->policy, &decision);
+    if (!actual)
+        return keel_error_set(err, KEEL_ENOMEM, path, "out of memory");
+    rc = check_turn(replay, setup, turn, path, index, actual, err);
+    json_decref(actual);
+    return rc;
+}
+
 /* Runs one case. Returns KEEL_OK (pass), KEEL_EFAIL (mismatch, already
  * printed) or another code for a fixture error described in err. */
 static int run_case(struct replay *replay, const json_t *c, const char *origin,
@@ -174,29 +245,25 @@ static int run_case(struct replay *replay, const json_t *c, const char *origin,
 {
     static const char *const case_keys[] = {"name", "pack", "now", "role", "context", "notes",
                                             "turns", NULL};
-    static const char *const turn_keys[] = {"user", "context", "expect", NULL};
-    const char *pack_name = NULL, *now_text = NULL, *role = NULL, *notes = NULL;
-    const char *case_hint = NULL, *case_tools[REPLAY_MAX_TOOLS];
-    size_t case_n_tools = 0;
-    int case_tools_given = 0, failed = 0, rc;
-    struct policy *policy = NULL;
+    struct case_setup setup = {.origin = origin, .name = name};
+    const char *pack_name = NULL, *now_text = NULL, *notes = NULL;
+    int failed = 0, rc;
     json_t *turns, *turn;
-    int64_t now;
     size_t i;
 
     if ((rc = keel_json_check_keys(c, case_keys, "", err)) ||
         (rc = keel_json_get_string(c, "pack", 1, "", &pack_name, err)) ||
         (rc = keel_json_get_string(c, "now", 0, "", &now_text, err)) ||
-        (rc = keel_json_get_string(c, "role", 0, "", &role, err)) ||
+        (rc = keel_json_get_string(c, "role", 0, "", &setup.role, err)) ||
         (rc = keel_json_get_string(c, "notes", 0, "", &notes, err)) ||
-        (rc = read_context(json_object_get(c, "context"), "context", &case_hint, case_tools,
-                           &case_n_tools, &case_tools_given, err)))
+        (rc = read_context(json_object_get(c, "context"), "context", &setup.hint, setup.tools,
+                           &setup.n_tools, &setup.tools_given, err)))
         return rc;
     if (now_text) {
-        if ((rc = keel_time_parse(now_text, strlen(now_text), &now, "now", err)))
+        if ((rc = keel_time_parse(now_text, strlen(now_text), &setup.now, "now", err)))
             return rc;
     } else if (keel_clock_pinned()) {
-        now = keel_clock_now();
+        setup.now = keel_clock_now();
     } else {
         return keel_error_set(err, KEEL_EINVAL, "now",
                               "is required (or pin the clock with KEEL_NOW) so the case is reproducible");
@@ -204,59 +271,13 @@ static int run_case(struct replay *replay, const json_t *c, const char *origin,
     turns = json_object_get(c, "turns");
     if (!json_is_array(turns) || json_array_size(turns) == 0)
         return keel_error_set(err, KEEL_EINVAL, "turns", "must be a non-empty list of turns");
-    if ((rc = get_policy(replay, pack_name, &policy, err)))
+    if ((rc = get_policy(replay, pack_name, &setup.policy, err)))
         return rc;
     json_array_foreach(turns, i, turn) {
-        char path[KEEL_JSON_PATH_MAX];
-        const char *user = NULL, *hint = case_hint, *tools[REPLAY_MAX_TOOLS];
-        size_t n_tools = case_n_tools;
-        int tools_given = case_tools_given, mismatches = 0;
-        struct policy_context ctx;
-        struct policy_decision decision;
-        struct failure_ctx report = {replay, origin, name, i + 1};
-        json_t *actual;
-
-        memcpy(tools, case_tools, case_n_tools * sizeof(tools[0]));
-        keel_json_path_index(path, sizeof(path), "turns", i);
-        if (!json_is_object(turn))
-            return keel_error_set(err, KEEL_EINVAL, path, "must be an object");
-        {
-            char field[KEEL_JSON_PATH_MAX];
-            keel_json_path_key(field, sizeof(field), path, "context");
-            if ((rc = keel_json_check_keys(turn, turn_keys, path, err)) ||
-                (rc = keel_json_get_string(turn, "user", 1, path, &user, err)) ||
-                (rc = read_context(json_object_get(turn, "context"), field, &hint, tools,
-                                   &n_tools, &tools_given, err)))
-                return rc;
-        }
-        if ((rc = policy_context_init(&ctx, policy, role, tools_given ? tools : NULL, n_tools,
-                                      hint, now, err)))
+        rc = run_turn(replay, &setup, turn, i, err);
+        if (rc && rc != KEEL_EFAIL)
             return rc;
-        policy_decide(policy, &ctx, user, strlen(user), &decision);
-        actual = policy_decision_json(policy, &decision);
-        if (!actual)
-            return keel_error_set(err, KEEL_ENOMEM, path, "out of memory");
-        {
-            char field[KEEL_JSON_PATH_MAX];
-            json_t *expect = json_object_get(turn, "expect");
-            keel_json_path_key(field, sizeof(field), path, "expect");
-            if (!expect)
-                rc = keel_error_set(err, KEEL_EINVAL, field, "is required");
-            else if ((rc = expect_check(expect, actual, "", report_mismatch, &report,
-                                        &mismatches, err)) != KEEL_OK) {
-                /* Name the fixture field in full: turns[i].expect.… */
-                char full[KEEL_JSON_PATH_MAX + KEEL_ERROR_FIELD_MAX + 2];
-                char message[KEEL_ERROR_MESSAGE_MAX];
-                snprintf(full, sizeof(full), "%s%s%s", field, err->field[0] ? "." : "",
-                         err->field);
-                snprintf(message, sizeof(message), "%s", err->message);
-                keel_error_set(err, rc, full, "%s", message);
-            }
-        }
-        json_decref(actual);
-        if (rc)
-            return rc;
-        failed |= mismatches > 0;
+        failed |= rc == KEEL_EFAIL;
     }
     return failed ? KEEL_EFAIL : KEEL_OK;
 }
