@@ -137,47 +137,17 @@ static inline void norm_add(struct raw_token *tok, unsigned char c)
 
 /* Scans the next token at or after *pos. Returns 0 at the end of input.
  * `carry` holds flags (breaks, joins) seen since the previous token. */
-static int scan_token(const char *text, size_t n, size_t *pos, uint32_t *carry,
-                      struct raw_token *tok)
+/* Scans the word that starts at s[i] into `tok` (start already set):
+ * letters, digits and UTF-8, with apostrophes, dots and decimal
+ * separators that sit inside it. A hyphen inside a word ends it and marks
+ * the next token LEX_JOINED through `carry`. Sets tok->len and
+ * LEX_NUMERIC; returns the position after the word. */
+static size_t scan_word(const unsigned char *s, size_t n, size_t i, uint32_t *carry,
+                        struct raw_token *tok)
 {
-    const unsigned char *s = (const unsigned char *)text;
-    size_t i = *pos;
-    char kind;
     int numeric, digits_only, inner_dot;
+    char kind;
 
-    /* Skip separators, remembering what they were. */
-    while (i < n) {
-        size_t w = char_kind(s, n, i, &kind);
-        if (kind == 'w')
-            break;
-        if (kind == '-') {
-            /* A free-standing dash is a token of its own. */
-            tok->start = i;
-            tok->len = w;
-            tok->flags = *carry;
-            tok->hash = 2166136261u;
-            tok->norm_len = 0;
-            norm_add(tok, '-');
-            tok->norm[tok->norm_len] = '\0';
-            *carry = 0;
-            *pos = i + w;
-            return 1;
-        }
-        if (kind == '.' && !(s[i] == '.' && lowercase_follows(s, n, i + 1)))
-            *carry |= LEX_SENTENCE;  /* "vs. exercise": no new sentence */
-        else if (kind == ',')
-            *carry |= LEX_BREAK;
-        i += w;
-    }
-    if (i >= n) {
-        *pos = i;
-        return 0;
-    }
-    tok->start = i;
-    tok->flags = *carry;
-    tok->hash = 2166136261u;
-    tok->norm_len = 0;
-    *carry = 0;
     numeric = 1;
     digits_only = 1;
     inner_dot = 0;
@@ -240,6 +210,50 @@ static int scan_token(const char *text, size_t n, size_t *pos, uint32_t *carry,
 done:
     if (numeric)
         tok->flags |= LEX_NUMERIC;
+    return i;
+}
+
+static int scan_token(const char *text, size_t n, size_t *pos, uint32_t *carry,
+                      struct raw_token *tok)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = *pos;
+    char kind;
+
+    /* Skip separators, remembering what they were. */
+    while (i < n) {
+        size_t w = char_kind(s, n, i, &kind);
+        if (kind == 'w')
+            break;
+        if (kind == '-') {
+            /* A free-standing dash is a token of its own. */
+            tok->start = i;
+            tok->len = w;
+            tok->flags = *carry;
+            tok->hash = 2166136261u;
+            tok->norm_len = 0;
+            norm_add(tok, '-');
+            tok->norm[tok->norm_len] = '\0';
+            *carry = 0;
+            *pos = i + w;
+            return 1;
+        }
+        if (kind == '.' && !(s[i] == '.' && lowercase_follows(s, n, i + 1)))
+            *carry |= LEX_SENTENCE;  /* "vs. exercise": no new sentence */
+        else if (kind == ',')
+            *carry |= LEX_BREAK;
+        i += w;
+    }
+    if (i >= n) {
+        *pos = i;
+        return 0;
+    }
+    tok->start = i;
+    tok->flags = *carry;
+    tok->hash = 2166136261u;
+    tok->norm_len = 0;
+    *carry = 0;
+    i = scan_word(s, n, i, carry, tok);
     if (tok->norm_len <= LEX_MAX_WORD)
         tok->norm[tok->norm_len] = '\0';
     *pos = i;
