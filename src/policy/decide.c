@@ -175,36 +175,73 @@ static int is_command(const struct policy *policy, const struct policy_scan *sca
 #define BIT_SET(bits, i) ((bits)[(i) / 64] |= (uint64_t)1 << ((i) % 64))
 #define BIT_GET(bits, i) ((bits)[(i) / 64] >> ((i) % 64) & 1)
 
+/* Categories that may stand before a paper noun without making the words
+ * before it a topic of their own ("Any recent open access papers on …"),
+ * and that may trail a topic as instructions ("… with PDF since 2020"). */
+static const uint64_t preamble_cats =
+    CAT_BIT(CAT_REQUEST) | CAT_BIT(CAT_SEARCH_VERB) | CAT_BIT(CAT_RECENCY) |
+    CAT_BIT(CAT_OPEN_ACCESS) | CAT_BIT(CAT_COUNT_LEAD) | CAT_BIT(CAT_NUMBER) |
+    CAT_BIT(CAT_SMALLTALK);
+static const uint64_t trailer_cats =
+    CAT_BIT(CAT_REQUEST) | CAT_BIT(CAT_RECENCY) | CAT_BIT(CAT_OPEN_ACCESS) |
+    CAT_BIT(CAT_YEAR_RULE) | CAT_BIT(CAT_COUNT_LEAD) |
+    CAT_BIT(CAT_NUMBER) | CAT_BIT(CAT_COUNT_NOUN);
+
+/* Nonzero when token i is a filler word, a number or a dash. */
+static int is_minor_token(const struct policy *policy, const struct policy_scan *scan, uint32_t i)
+{
+    const struct lex_token *tok = &scan->lex.tokens[i];
+
+    return lex_token_is(&policy->lex, &scan->lex, i, CAT_FILLER) ||
+           (tok->flags & LEX_NUMERIC) || (tok->len == 1 && scan->text[tok->start] == '-');
+}
+
 /* Finds the clause that names what to search for: it starts after a
- * paper noun directly followed by a topic lead ("papers on …"), when a
- * request or search verb comes before the noun, and ends at the next
- * comma or sentence end. Phrases inside it are part of the topic, not
- * instructions: "find papers about the library of Alexandria" is no
- * library request. Without such a clause both ends are UINT32_MAX. */
-static void mark_topic_clause(struct policy_scan *scan)
+ * paper noun directly followed by a topic lead ("papers on …") when a
+ * request or search verb comes before the noun, or only preamble does
+ * ("Any recent papers on …"); it ends at the next comma or sentence end.
+ * Phrases inside it are part of the topic, not instructions: "find papers
+ * about the library of Alexandria" is no library request. Trailing
+ * instructions ("… with PDF since 2020") are cut off by content_end.
+ * Without such a clause all three are UINT32_MAX. */
+static void mark_topic_clause(const struct policy *policy, struct policy_scan *scan)
 {
     const struct lex_result *lex = &scan->lex;
-    uint32_t first_request = UINT32_MAX;
+    uint64_t pre[LEX_MAX_TOKENS / 64] = {0}, trail[LEX_MAX_TOKENS / 64] = {0};
+    uint32_t first_request = UINT32_MAX, t;
 
     memset(scan->lead_len, 0, lex->n_tokens);
     memset(scan->noun_at, 0, sizeof(scan->noun_at));
-    scan->topic_start = scan->topic_end = UINT32_MAX;
+    scan->topic_start = scan->topic_end = scan->content_end = UINT32_MAX;
     for (uint32_t m = 0; m < lex->n_matches; m++) {
         const struct lex_match *match = &lex->matches[m];
         if (match->category == CAT_TOPIC_LEAD && match->n > scan->lead_len[match->start])
             scan->lead_len[match->start] = (uint8_t)match->n;
         else if (match->category == CAT_PAPER_NOUN)
             BIT_SET(scan->noun_at, match->start);
-        else if ((match->category == CAT_SEARCH_VERB || match->category == CAT_REQUEST) &&
-                 match->start < first_request)
+        if ((match->category == CAT_SEARCH_VERB || match->category == CAT_REQUEST) &&
+            match->start < first_request)
             first_request = match->start;
+        for (t = match->start; t < (uint32_t)match->start + match->n; t++) {
+            if (CAT_BIT(match->category) & preamble_cats)
+                BIT_SET(pre, t);
+            if (CAT_BIT(match->category) & trailer_cats)
+                BIT_SET(trail, t);
+        }
     }
     for (uint32_t m = 0; m < lex->n_matches; m++) {
         const struct lex_match *noun = &lex->matches[m];
         uint32_t end = (uint32_t)noun->start + noun->n;
-        if (noun->category != CAT_PAPER_NOUN || noun->start <= first_request ||
-            end >= lex->n_tokens || !scan->lead_len[end] ||
+        int opened = first_request < noun->start;
+        if (noun->category != CAT_PAPER_NOUN || end >= lex->n_tokens || !scan->lead_len[end] ||
             (lex->tokens[end].flags & (LEX_SENTENCE | LEX_BREAK)))
+            continue;
+        /* No request before the noun: open only when nothing but
+         * preamble stands before it ("Any recent papers on …"). */
+        for (t = 0; !opened && t < noun->start; t++)
+            if (!BIT_GET(pre, t) && !is_minor_token(policy, scan, t))
+                break;
+        if (!opened && t < noun->start)
             continue;
         scan->topic_start = end + scan->lead_len[end];
         scan->topic_end = scan->topic_start;
@@ -212,8 +249,36 @@ static void mark_topic_clause(struct policy_scan *scan)
                (scan->topic_end == scan->topic_start ||
                 !(lex->tokens[scan->topic_end].flags & (LEX_SENTENCE | LEX_BREAK))))
             scan->topic_end++;
+        for (t = scan->topic_end; t > scan->topic_start; t--)
+            if (!BIT_GET(trail, t - 1) && !is_minor_token(policy, scan, t - 1))
+                break;
+        scan->content_end = t;
         return;
     }
+}
+
+/* Nonzero when a search verb occurs outside every question about results
+ * and reference to known papers: "find" in "how many papers did you
+ * find?" asks about results, it does not request a search. */
+static int search_verb_outside_questions(const struct policy_scan *scan)
+{
+    const struct lex_result *lex = &scan->lex;
+    uint64_t in_question[LEX_MAX_TOKENS / 64] = {0};
+
+    if (!(lex->categories & CAT_BIT(CAT_SEARCH_VERB)))
+        return 0;
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        if (match->category == CAT_NOT_SEARCH || match->category == CAT_PAPER_REF)
+            for (uint32_t t = match->start; t < (uint32_t)match->start + match->n; t++)
+                BIT_SET(in_question, t);
+    }
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        if (match->category == CAT_SEARCH_VERB && !BIT_GET(in_question, match->start))
+            return 1;
+    }
+    return 0;
 }
 
 /* Nonzero when a phrase of `category` occurs outside the topic clause. */
@@ -244,9 +309,17 @@ static int has_paper_noun(const struct policy_scan *scan)
         return 0;
     if (scan->topic_start != UINT32_MAX)
         return 1;
+    /* "Find the paper 'Attention Is All You Need'": a reference right
+     * after a request names a paper to look up, not one already found. */
+    uint64_t request_end[LEX_MAX_TOKENS / 64 + 1] = {0};
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        if (match->category == CAT_SEARCH_VERB || match->category == CAT_REQUEST)
+            BIT_SET(request_end, (uint32_t)match->start + match->n);
+    }
     for (uint32_t m = 0; m < lex->n_matches; m++) {
         const struct lex_match *ref = &lex->matches[m];
-        if (ref->category == CAT_PAPER_REF)
+        if (ref->category == CAT_PAPER_REF && !BIT_GET(request_end, ref->start))
             for (uint32_t t = ref->start; t < (uint32_t)ref->start + ref->n; t++)
                 BIT_SET(in_ref, t);
     }
@@ -287,9 +360,11 @@ static int followed_by(const struct policy_scan *scan, const uint64_t *starts, u
 static int search_requested(const struct policy *policy, const struct policy_scan *scan)
 {
     const struct lex_result *lex = &scan->lex;
-    uint64_t strong = CAT_BIT(CAT_SEARCH_VERB) | CAT_BIT(CAT_WEB_EXPLICIT);
+    uint64_t strong = CAT_BIT(CAT_WEB_EXPLICIT);
     int analysis = has_outside_topic(scan, CAT_ANALYSIS);
 
+    if (search_verb_outside_questions(scan))
+        return 1;
     if (!analysis)
         strong |= CAT_BIT(CAT_REQUEST) | CAT_BIT(CAT_RECENCY) | CAT_BIT(CAT_OPEN_ACCESS) |
                   CAT_BIT(CAT_YEAR_RULE);
@@ -396,7 +471,7 @@ static void choose_route(const struct policy *policy, const struct policy_contex
         paper_search = has_paper_noun(scan) && search_requested(policy, scan);
         /* "What is the latest consensus on X?" asks for an answer; with an
          * explicit "find"/"search" it is a search after all. */
-        if (has_outside_topic(scan, CAT_NOT_SEARCH) && !has(scan, CAT_SEARCH_VERB) &&
+        if (has_outside_topic(scan, CAT_NOT_SEARCH) && !search_verb_outside_questions(scan) &&
             !has(scan, CAT_WEB_EXPLICIT)) {
             set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_QUESTION_NOT_SEARCH);
         } else if (paper_search) {
@@ -411,7 +486,7 @@ static void choose_route(const struct policy *policy, const struct policy_contex
         } else if (has(scan, CAT_ANALYSIS) || has(scan, CAT_PAPER_REF)) {
             set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_ANALYSIS);
             d->intent = POLICY_INTENT_ANALYSIS;
-        } else if (has(scan, CAT_SEARCH_VERB)) {
+        } else if (search_verb_outside_questions(scan)) {
             set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_FIND_WITHOUT_PAPER_NOUN);
         } else if (has(scan, CAT_SMALLTALK)) {
             set_route(d, POLICY_ROUTE_LLM_ONLY, 0, R_SMALLTALK);
@@ -459,9 +534,9 @@ void policy_decide(const struct policy *policy, const struct policy_context *ctx
     web_explicit = has(&scan, CAT_WEB_EXPLICIT);
     d->signals.is_volatile = volatile_class || volatile_words;
     /* "Don't look it up" names a search only to forbid it. */
-    d->signals.explicit_request = (web_explicit || has(&scan, CAT_SEARCH_VERB)) &&
+    d->signals.explicit_request = (web_explicit || search_verb_outside_questions(&scan)) &&
                                   !has(&scan, CAT_VETO);
-    mark_topic_clause(&scan);
+    mark_topic_clause(policy, &scan);
 
     choose_route(policy, ctx, &scan, d);
     /* A route the pack binds to a tool (conversion_tool: convert_units)

@@ -80,11 +80,20 @@ struct policy_scan {
     uint8_t lead_len[LEX_MAX_TOKENS];    /* longest topic lead starting here */
     uint64_t noun_at[LEX_MAX_TOKENS / 64]; /* a paper noun starts here */
     uint32_t topic_start, topic_end;     /* the searched-for topic's clause, see decide.c */
+    uint32_t content_end;                /* end of its words; what follows (with PDF,
+                                            since 2020) are instructions */
     const char *text;
     size_t n;
 };
 
 #define CAT_BIT(c) ((uint64_t)1 << (c))
+
+/* Nonzero when token `i` is inside the topic clause's own words: phrases
+ * there are part of the topic ("papers on open access publishing"). */
+static inline int policy_in_topic(const struct policy_scan *scan, uint32_t i)
+{
+    return i >= scan->topic_start && i < scan->content_end;
+}
 
 /* Appends a reason (ignored when the list is full or it is already there). */
 void policy_add_reason(struct policy_decision *d, enum policy_reason reason);

@@ -159,8 +159,8 @@ static int count_noun_after(const struct policy *policy, const struct policy_sca
     const struct lex_result *lex = &scan->lex;
     uint32_t next = start + n;
 
-    if (any_consumed(scan, start, n))
-        return -1;
+    if (any_consumed(scan, start, n) || policy_in_topic(scan, start))
+        return -1;  /* a year, or part of the topic ("the 3 Rs of animal research") */
     if (next < lex->n_tokens && lex_token_is(&policy->lex, lex, next, CAT_TIME_UNIT))
         return -1;
     for (uint32_t k = next; k < lex->n_tokens && k <= next + (uint32_t)policy->count_window; k++) {
@@ -390,12 +390,18 @@ void policy_fill_search(const struct policy *policy, const struct policy_context
     d->search.open_access_only = 0;
     apply_years(policy, ctx, scan, d);
     apply_count(policy, scan, d);
-    if (lex->categories & CAT_BIT(CAT_OPEN_ACCESS)) {
-        d->search.open_access_only = 1;
-        policy_add_reason(d, R_OPEN_ACCESS);
+    for (uint32_t m = 0; m < lex->n_matches; m++) {
+        const struct lex_match *match = &lex->matches[m];
+        /* Inside the topic's own words these are topic words: "papers on
+         * open access publishing", "on research ethics", "on study habits". */
+        if (policy_in_topic(scan, match->start))
+            continue;
+        if (match->category == CAT_OPEN_ACCESS && !d->search.open_access_only) {
+            d->search.open_access_only = 1;
+            policy_add_reason(d, R_OPEN_ACCESS);
+        }
+        if (CAT_BIT(match->category) & stripped)
+            consume(scan, match->start, match->n);
     }
-    for (uint32_t m = 0; m < lex->n_matches; m++)
-        if (CAT_BIT(lex->matches[m].category) & stripped)
-            consume(scan, lex->matches[m].start, lex->matches[m].n);
     build_query(policy, ctx, scan, d);
 }

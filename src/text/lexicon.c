@@ -673,15 +673,16 @@ void lexicon_match(const struct lexicon *lex, const char *text, size_t n,
         } else if (tok->word) {
             tok->number = lex->word_number[tok->word];
         }
-        /* COVID-19, 10-year: a number glued to a word is part of a name,
-         * unless the word is one the pack knows (post-2015, pre-2000). */
+        /* COVID-19, 19-nor: a number glued to a word is part of a name,
+         * unless the word is one the pack knows (post-2015, 2015-present,
+         * 10-year). */
         if (tok->flags & LEX_JOINED) {
             const struct lex_token *prev = &out->tokens[out->n_tokens - 2];
             if ((tok->flags & LEX_NUMERIC) && !prev->word) {
                 tok->number = -1;
                 tok->flags &= ~(uint32_t)LEX_NUMERIC;
             }
-            if (prev->flags & LEX_NUMERIC) {
+            if ((prev->flags & LEX_NUMERIC) && !tok->word) {
                 out->tokens[out->n_tokens - 2].number = -1;
                 out->tokens[out->n_tokens - 2].flags &= ~(uint32_t)LEX_NUMERIC;
             }

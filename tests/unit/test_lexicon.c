@@ -266,10 +266,15 @@ START_TEST(test_number_glued_to_name)
     res = match(&lex, "covid-19 km to miles");
     ck_assert_int_eq(find_match(res, 9, 1), -1);
     ck_assert_int_ge(find_match(match(&lex, "covid 19 km to miles"), 9, 1), 0);
-    /* Nor does the number before a glued word: "10-km". */
-    res = match(&lex, "a 10-km run");
+    /* Nor does the number before a glued word the lexicon does not know
+     * ("10-fold"); before a known one it stays a number ("10-km",
+     * "2015-present"). */
+    res = match(&lex, "a 10-fold rise");
     ck_assert_uint_eq(res->n_tokens, 4);
     ck_assert_int_eq(res->tokens[1].number, -1);
+    res = match(&lex, "a 10-km run");
+    ck_assert_uint_eq(res->n_tokens, 4);
+    ck_assert_int_eq(res->tokens[1].number, 10);
     lexicon_release(&lex);
 }
 END_TEST
