@@ -6,6 +6,7 @@
  * Each step marks the tokens it used as consumed, so what is left of the
  * request's sentence is the topic. Nothing here allocates.
  */
+#include <ctype.h>
 #include <string.h>
 
 #include "policy/policy_int.h"
@@ -258,6 +259,39 @@ static int query_add(struct policy_search *s, const char *text, size_t len, char
 
 /* A token that never starts or ends a query: filler, a topic lead, or a
  * free-standing dash. */
+/* Appends token i to the query. Next to the previous token it keeps the
+ * original joint when that holds no space ("9/11", "S&P", "R&D",
+ * "open-access"); a trailing run of + or # stays on the word ("C++",
+ * "C#"). Returns 0 when the query is full. */
+static int query_add_token(struct policy_search *s, const struct policy_scan *scan, uint32_t i,
+                           int adjacent)
+{
+    const struct lex_token *tok = &scan->lex.tokens[i];
+    size_t start = tok->start, end = tok->start + tok->len;
+
+    while (end < scan->n && (scan->text[end] == '+' || scan->text[end] == '#'))
+        end++;
+    if (end < scan->n && isalnum((unsigned char)scan->text[end]))
+        end = tok->start + tok->len;  /* "C+D": the + is a joint, not a suffix */
+    if (adjacent && s->query_len) {
+        const struct lex_token *prev = &scan->lex.tokens[i - 1];
+        size_t gap = prev->start + prev->len;
+        int spaced = 0;
+        while (gap < start && (scan->text[gap] == '+' || scan->text[gap] == '#'))
+            gap++;  /* already written as the previous token's suffix */
+        for (size_t k = gap; k < start; k++)
+            spaced |= scan->text[k] == ' ' || scan->text[k] == '\t' || scan->text[k] == '\n';
+        if (!spaced && gap < start && start - gap <= 3) {
+            if (s->query_len + (start - gap) + (end - start) >= POLICY_QUERY_MAX)
+                return 0;
+            memcpy(s->query + s->query_len, scan->text + gap, start - gap);
+            s->query_len += start - gap;
+            return query_add(s, scan->text + start, end - start, 0);
+        }
+    }
+    return query_add(s, scan->text + start, end - start, ' ');
+}
+
 static int is_edge_word(const struct policy *policy, const struct policy_scan *scan, uint32_t i)
 {
     const struct lex_token *tok = &scan->lex.tokens[i];
@@ -349,7 +383,6 @@ static void build_query(const struct policy *policy, const struct policy_context
     for (uint32_t i = from; i < to; i++)
         kept += !scan->consumed[i];
     for (uint32_t i = from; i < to; i++) {
-        const struct lex_token *tok = &lex->tokens[i];
         uint32_t deictic = scan->deictic_len[i];
         if (scan->consumed[i])
             continue;
@@ -362,8 +395,7 @@ static void build_query(const struct policy *policy, const struct policy_context
             last_emitted = UINT32_MAX;
             continue;
         }
-        if (!query_add(s, scan->text + tok->start, tok->len,
-                       (tok->flags & LEX_JOINED) && last_emitted == i - 1 ? '-' : ' '))
+        if (!query_add_token(s, scan, i, last_emitted == i - 1))
             break;
         last_emitted = i;
     }

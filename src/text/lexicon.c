@@ -88,8 +88,10 @@ static inline size_t char_kind(const unsigned char *s, size_t n, size_t i, char 
             *kind = '-';
         else if (c == '.' || c == '!' || c == '?' || c == ';')
             *kind = '.';
+        else if (c == '$')
+            *kind = '$';
         else if (c == ',' || c == ':' || c == '(' || c == ')' || c == '"' ||
-                 c == '[' || c == ']' || c == '/')
+                 c == '[' || c == ']')
             *kind = ',';
         else
             *kind = ' ';
@@ -110,6 +112,14 @@ static inline size_t char_kind(const unsigned char *s, size_t n, size_t i, char 
     if (c == 0xc2 && i + 1 < n && (s[i + 1] == 0xa0 || s[i + 1] == 0xab || s[i + 1] == 0xbb)) {
         *kind = s[i + 1] == 0xa0 ? ' ' : ',';
         return 2;
+    }
+    if (c == 0xc2 && i + 1 < n && (s[i + 1] == 0xa3 || s[i + 1] == 0xa5)) {
+        *kind = '$';  /* £ ¥ */
+        return 2;
+    }
+    if (c == 0xe2 && i + 2 < n && s[i + 1] == 0x82 && s[i + 2] == 0xac) {
+        *kind = '$';  /* € */
+        return 3;
     }
     *kind = 'w';
     return 1;
@@ -225,14 +235,19 @@ static int scan_token(const char *text, size_t n, size_t *pos, uint32_t *carry,
         size_t w = char_kind(s, n, i, &kind);
         if (kind == 'w')
             break;
-        if (kind == '-') {
-            /* A free-standing dash is a token of its own. */
+        if (kind == '-' || kind == '$') {
+            /* A free-standing dash, and a currency sign, are tokens of
+             * their own: "2019 – 2021", "$1,200 in euros", "50€". */
             tok->start = i;
             tok->len = w;
             tok->flags = *carry;
             tok->hash = 2166136261u;
             tok->norm_len = 0;
-            norm_add(tok, '-');
+            if (kind == '-')
+                norm_add(tok, '-');
+            else
+                for (size_t k = 0; k < w; k++)
+                    norm_add(tok, s[i + k]);
             tok->norm[tok->norm_len] = '\0';
             *carry = 0;
             *pos = i + w;

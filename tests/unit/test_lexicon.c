@@ -431,6 +431,28 @@ START_TEST(test_abbreviation_dots)
 }
 END_TEST
 
+/* Currency signs are tokens of their own, so "$1,200" and "50€" give a
+ * sign and a number; "/" joins rather than breaks ("9/11"). */
+START_TEST(test_currency_and_slash)
+{
+    struct lexicon lex;
+    struct lex_result *res;
+
+    build(&lex);
+    res = match(&lex, "$1,200 and 50\xe2\x82\xac and \xc2\xa3" "3 on 9/11");
+    {
+        const char *const expect[] = {"$", "1,200", "and", "50", "\xe2\x82\xac", "and",
+                                      "\xc2\xa3", "3", "on", "9", "11"};
+        assert_tokens("$1,200 and 50\xe2\x82\xac and \xc2\xa3" "3 on 9/11", res, expect, 11);
+    }
+    ck_assert_uint_eq(res->tokens[1].flags & LEX_NUMERIC, LEX_NUMERIC);
+    ck_assert_int_eq(res->tokens[3].number, 50);
+    ck_assert_int_eq(res->tokens[7].number, 3);
+    ck_assert_uint_eq(res->tokens[10].flags & (LEX_BREAK | LEX_SENTENCE), 0);
+    lexicon_release(&lex);
+}
+END_TEST
+
 START_TEST(test_no_match_across_sentence)
 {
     struct lexicon lex;
@@ -685,6 +707,7 @@ Suite *suite_lexicon(void)
     tcase_add_test(tokens, test_number_glued_to_name);
     tcase_add_test(tokens, test_case_and_flags);
     tcase_add_test(tokens, test_abbreviation_dots);
+    tcase_add_test(tokens, test_currency_and_slash);
     tcase_add_test(tokens, test_utf8_valid);
     tcase_add_test(tokens, test_utf8_invalid);
     suite_add_tcase(s, tokens);
