@@ -10,7 +10,7 @@
 #
 # Dependencies come from pkg-config only; scripts/install-deps installs them.
 
-PKGS      := jansson yaml-0.1
+PKGS      := jansson yaml-0.1 sqlite3
 CC        ?= cc
 CFLAGS    ?= -O2 -g
 SANITIZE  ?=
@@ -34,7 +34,8 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARNINGS) $(CFLAGS) $(SANFLAGS) -Isrc $(P
 ALL_LDFLAGS := $(SANFLAGS) $(LDFLAGS)
 LIBS      := $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC   := $(sort $(wildcard src/core/*.c src/pack/*.c src/text/*.c src/policy/*.c src/replay/*.c))
+LIB_SRC   := $(sort $(wildcard src/core/*.c src/pack/*.c src/text/*.c src/policy/*.c src/replay/*.c \
+                               src/store/*.c src/ingest/*.c))
 CLI_SRC   := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC  := $(sort $(wildcard tests/unit/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))

@@ -15,6 +15,11 @@
  * 2 usage error). */
 int cmd_policy(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_ingest(int argc, char **argv);
+
+/* The store location: the --db option when given, else $KEEL_DB, else
+ * "keel.db" in the current directory. */
+const char *cli_db_location(const char *option);
 
 /* Prints "keel: field: message" for err on stderr. */
 void cli_report(const struct keel_error *err);

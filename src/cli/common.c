@@ -3,6 +3,7 @@
  * clock option, and loading a pack with its policy.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -41,4 +42,13 @@ int cli_load_policy(const char *dir, const char *name, struct pack **pack,
              json_pack("{s:s,s:s,s:i,s:i}", "pack", (*pack)->name, "file", (*pack)->origin,
                        "tools", (int)(*pack)->n_tools, "roles", (int)(*pack)->n_roles));
     return KEEL_OK;
+}
+
+const char *cli_db_location(const char *option)
+{
+    const char *env = getenv("KEEL_DB");
+
+    if (option)
+        return option;
+    return env && *env ? env : "keel.db";
 }

@@ -19,6 +19,7 @@ static const struct {
 } commands[] = {
     {"policy", cmd_policy, "policy explain \"MESSAGE\" | shell: show the policy decision and its reasons"},
     {"replay", cmd_replay, "replay PATH…: run replay fixtures and report failures"},
+    {"ingest", cmd_ingest, "ingest papers FILE… | docs DIR…: fill the store"},
 };
 
 static void usage(FILE *out)

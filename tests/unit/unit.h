@@ -26,5 +26,7 @@ Suite *suite_pack(void);
 Suite *suite_lexicon(void);
 Suite *suite_policy(void);
 Suite *suite_replay(void);
+Suite *suite_store(void);
+Suite *suite_ingest(void);
 
 #endif

@@ -1,0 +1,274 @@
+/*
+ * store.c — opening a store by location, argument checks shared by every
+ * backend, paper ids, query words, and freeing results.
+ */
+#include "store/store.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+int store_open(const char *location, struct store **out, struct keel_error *err)
+{
+    if (!location || !*location)
+        return keel_error_set(err, KEEL_EINVAL, "db", "a store location is required");
+    if (!strcmp(location, "mem:"))
+        return store_mem_open(out, err);
+    if (!strncmp(location, "sqlite:", 7))
+        return store_sqlite_open(location + 7, out, err);
+    if (strstr(location, "://") || (strchr(location, ':') && !strchr(location, '/'))) {
+        /* "postgres://…" and friends are not served by this build. */
+        return keel_error_set(err, KEEL_EINVAL, "db",
+                              "\"%.80s\": unknown store (use a file path, sqlite:PATH or mem:)",
+                              location);
+    }
+    return store_sqlite_open(location, out, err);
+}
+
+void store_close(struct store *store)
+{
+    if (store)
+        store->ops->close(store);
+}
+
+static int check_text(const char *text, const char *field, struct keel_error *err)
+{
+    if (text && strlen(text) > STORE_TEXT_MAX)
+        return keel_error_set(err, KEEL_ETOOBIG, field, "is longer than %u bytes", STORE_TEXT_MAX);
+    return KEEL_OK;
+}
+
+int store_put_paper(struct store *store, const struct store_paper *paper,
+                    enum store_outcome *outcome, struct keel_error *err)
+{
+    int rc;
+
+    if (!paper->title || !*paper->title)
+        return keel_error_set(err, KEEL_EINVAL, "title", "is required");
+    if (paper->year < 0 || paper->year > 9999)
+        return keel_error_set(err, KEEL_EINVAL, "year", "must be 0 (unknown) or 1..9999");
+    if (paper->authors && !json_is_array(paper->authors))
+        return keel_error_set(err, KEEL_EINVAL, "authors", "must be a list");
+    if (paper->authors) {
+        char *text = json_dumps(paper->authors, JSON_COMPACT);
+        size_t len = text ? strlen(text) : 0;
+        keel_free(text);
+        if (!text)
+            return keel_error_set(err, KEEL_ENOMEM, "authors", "out of memory");
+        if (len > STORE_TEXT_MAX)
+            return keel_error_set(err, KEEL_ETOOBIG, "authors", "is longer than %u bytes",
+                                  STORE_TEXT_MAX);
+    }
+    if ((rc = check_text(paper->id, "id", err)) || (rc = check_text(paper->source, "source", err)) ||
+        (rc = check_text(paper->title, "title", err)) ||
+        (rc = check_text(paper->abstract, "abstract", err)) ||
+        (rc = check_text(paper->venue, "venue", err)) ||
+        (rc = check_text(paper->doi, "doi", err)) || (rc = check_text(paper->url, "url", err)) ||
+        (rc = check_text(paper->pdf_url, "pdf_url", err)))
+        return rc;
+    return store->ops->put_paper(store, paper, outcome, err);
+}
+
+int store_search_papers(struct store *store, const struct paper_query *query,
+                        struct paper_hits *out, struct keel_error *err)
+{
+    out->items = NULL;
+    out->n = 0;
+    if (query->limit < 1 || query->limit > STORE_LIMIT_MAX)
+        return keel_error_set(err, KEEL_EINVAL, "limit", "must be 1..%d", STORE_LIMIT_MAX);
+    if (query->year_from && query->year_to && query->year_from > query->year_to)
+        return keel_error_set(err, KEEL_EINVAL, "year_from", "is after year_to");
+    if (!query->text)
+        return keel_error_set(err, KEEL_EINVAL, "query", "is required");
+    if (strlen(query->text) > STORE_TEXT_MAX)
+        return keel_error_set(err, KEEL_ETOOBIG, "query", "is longer than %u bytes", STORE_TEXT_MAX);
+    return store->ops->search_papers(store, query, out, err);
+}
+
+int store_put_document(struct store *store, const struct store_document *doc,
+                       const struct store_chunk *chunks, size_t n_chunks,
+                       enum store_outcome *outcome, struct keel_error *err)
+{
+    int rc;
+
+    if (!doc->id || !*doc->id)
+        return keel_error_set(err, KEEL_EINVAL, "id", "is required");
+    if ((rc = check_text(doc->id, "id", err)) || (rc = check_text(doc->title, "title", err)) ||
+        (rc = check_text(doc->source, "source", err)) || (rc = check_text(doc->lang, "lang", err)))
+        return rc;
+    if (n_chunks > STORE_CHUNKS_MAX)
+        return keel_error_set(err, KEEL_ETOOBIG, "chunks", "more than %d chunks", STORE_CHUNKS_MAX);
+    for (size_t i = 0; i < n_chunks; i++) {
+        if (!chunks[i].text)
+            return keel_error_set(err, KEEL_EINVAL, "chunks[].text", "is required");
+        if ((rc = check_text(chunks[i].text, "chunks[].text", err)) ||
+            (rc = check_text(chunks[i].section, "chunks[].section", err)))
+            return rc;
+    }
+    return store->ops->put_document(store, doc, chunks, n_chunks, outcome, err);
+}
+
+int store_search_chunks(struct store *store, const char *text, int limit,
+                        struct chunk_hits *out, struct keel_error *err)
+{
+    out->items = NULL;
+    out->n = 0;
+    if (limit < 1 || limit > STORE_LIMIT_MAX)
+        return keel_error_set(err, KEEL_EINVAL, "limit", "must be 1..%d", STORE_LIMIT_MAX);
+    if (!text)
+        return keel_error_set(err, KEEL_EINVAL, "query", "is required");
+    if (strlen(text) > STORE_TEXT_MAX)
+        return keel_error_set(err, KEEL_ETOOBIG, "query", "is longer than %u bytes", STORE_TEXT_MAX);
+    return store->ops->search_chunks(store, text, limit, out, err);
+}
+
+int store_counts(struct store *store, struct store_counts *out, struct keel_error *err)
+{
+    return store->ops->counts(store, out, err);
+}
+
+/* Lower-cased letters and digits of `text`, single spaces between words. */
+static size_t normalise(const char *text, char *out, size_t n)
+{
+    size_t len = 0;
+    int space = 0;
+
+    for (const unsigned char *p = (const unsigned char *)text; *p && len + 2 < n; p++) {
+        unsigned char c = *p;
+        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c >= 0x80) {
+            if (space && len)
+                out[len++] = ' ';
+            out[len++] = (char)c;
+            space = 0;
+        } else if (c >= 'A' && c <= 'Z') {
+            if (space && len)
+                out[len++] = ' ';
+            out[len++] = (char)(c + 32);
+            space = 0;
+        } else {
+            space = 1;
+        }
+    }
+    out[len] = '\0';
+    return len;
+}
+
+void store_paper_id(const struct store_paper *paper, char *out, size_t n)
+{
+    char title[1024];
+    uint64_t h = 1469598103934665603ull;
+    size_t len;
+
+    if (paper->id && *paper->id) {
+        snprintf(out, n, "%s", paper->id);
+        return;
+    }
+    if (paper->doi && *paper->doi) {
+        char doi[240];
+        size_t i;
+        for (i = 0; paper->doi[i] && i + 1 < sizeof(doi); i++)
+            doi[i] = (char)(paper->doi[i] >= 'A' && paper->doi[i] <= 'Z' ? paper->doi[i] + 32
+                                                                         : paper->doi[i]);
+        doi[i] = '\0';
+        snprintf(out, n, "doi:%s", doi);
+        return;
+    }
+    len = normalise(paper->title ? paper->title : "", title, sizeof(title));
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)title[i]) * 1099511628211ull;
+    h = (h ^ (uint64_t)paper->year) * 1099511628211ull;
+    snprintf(out, n, "title:%016llx", (unsigned long long)h);
+}
+
+size_t store_query_words(const char *text, char *buf, size_t buf_n,
+                         const char **words, size_t max_words)
+{
+    size_t n_words = 0, used = 0;
+    const unsigned char *p = (const unsigned char *)text;
+
+    if (max_words > STORE_QUERY_WORDS)
+        max_words = STORE_QUERY_WORDS;
+    while (*p && n_words < max_words) {
+        size_t start = used, len = 0;
+        while (*p && !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                       (*p >= '0' && *p <= '9') || *p >= 0x80))
+            p++;
+        while (*p && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                      (*p >= '0' && *p <= '9') || *p >= 0x80)) {
+            if (len < 64 && used + 1 < buf_n) {
+                buf[used++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+                len++;
+            }
+            p++;
+        }
+        if (!len || used >= buf_n)
+            break;
+        buf[used++] = '\0';
+        words[n_words++] = buf + start;
+    }
+    return n_words;
+}
+
+void store_paper_release(struct store_paper *paper)
+{
+    keel_free(paper->id);
+    keel_free(paper->title);
+    keel_free(paper->abstract);
+    keel_free(paper->venue);
+    keel_free(paper->doi);
+    keel_free(paper->url);
+    keel_free(paper->pdf_url);
+    keel_free(paper->source);
+    json_decref(paper->authors);
+    memset(paper, 0, sizeof(*paper));
+}
+
+static int dup(char **dst, const char *src)
+{
+    *dst = NULL;
+    if (!src)
+        return KEEL_OK;
+    *dst = keel_strdup(src);
+    return *dst ? KEEL_OK : KEEL_ENOMEM;
+}
+
+int store_paper_copy(struct store_paper *dst, const struct store_paper *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    dst->year = src->year;
+    dst->is_open_access = src->is_open_access;
+    dst->authors = src->authors ? json_deep_copy(src->authors) : NULL;
+    if ((src->authors && !dst->authors) || dup(&dst->id, src->id) || dup(&dst->title, src->title) ||
+        dup(&dst->abstract, src->abstract) || dup(&dst->venue, src->venue) ||
+        dup(&dst->doi, src->doi) || dup(&dst->url, src->url) ||
+        dup(&dst->pdf_url, src->pdf_url) || dup(&dst->source, src->source)) {
+        store_paper_release(dst);
+        return KEEL_ENOMEM;
+    }
+    return KEEL_OK;
+}
+
+void paper_hits_release(struct paper_hits *hits)
+{
+    for (size_t i = 0; i < hits->n; i++)
+        store_paper_release(&hits->items[i].paper);
+    keel_free(hits->items);
+    hits->items = NULL;
+    hits->n = 0;
+}
+
+void chunk_hits_release(struct chunk_hits *hits)
+{
+    for (size_t i = 0; i < hits->n; i++) {
+        keel_free(hits->items[i].document_id);
+        keel_free(hits->items[i].title);
+        keel_free(hits->items[i].source);
+        keel_free(hits->items[i].section);
+        keel_free(hits->items[i].text);
+    }
+    keel_free(hits->items);
+    hits->items = NULL;
+    hits->n = 0;
+}

@@ -1,0 +1,179 @@
+/*
+ * store.h — the persistence port: one interface, several backends.
+ *
+ * A store holds what keel knows between processes. This first slice holds
+ * the local paper library and the document corpus (chunks), with full-text
+ * search; conversations, turns and decision logs join it with the turn
+ * pipeline. Backends are siblings behind `struct store_ops`:
+ *
+ *   store_sqlite.c   SQLite file (WAL, numbered migrations, prepared
+ *                    statements only, FTS5 with BM25) — the default
+ *   store_mem.c      in memory, for tests; chosen only explicitly ("mem:")
+ *
+ * store_open() picks the backend from the location and never falls back
+ * from one to another. Matching: SQLite's FTS5 folds case and accents of
+ * all Unicode text ("café" finds "cafe"); the in-memory backend folds
+ * ASCII only, so tests that compare the two use ASCII text. `outcome`
+ * arguments may be NULL. Every function returns a keel_result and fills
+ * `err`; a failed write changes nothing (each put is one transaction).
+ * Strings handed in are copied; strings in results are owned by the
+ * result and freed with its release function.
+ */
+#ifndef KEEL_STORE_STORE_H
+#define KEEL_STORE_STORE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "core/error.h"
+
+#define STORE_TEXT_MAX (1u << 20)     /* any one text field */
+#define STORE_QUERY_WORDS 32          /* words of a search used, the rest ignored */
+#define STORE_LIMIT_MAX 200           /* most hits one search returns */
+#define STORE_CHUNKS_MAX 100000       /* chunks of one document */
+
+/* One paper of the local library. `id` is derived by store_paper_id()
+ * when empty: "doi:<lower-case doi>", else "title:<hash of the normalised
+ * title and year>". Unknown year is 0. `authors` is a JSON array of
+ * strings (may be NULL). Optional strings may be NULL. */
+struct store_paper {
+    char *id;
+    char *title;          /* required */
+    char *abstract;
+    int year;
+    char *venue;
+    json_t *authors;
+    char *doi;
+    char *url;
+    char *pdf_url;
+    int is_open_access;   /* is_oa, or an open-access/PDF url */
+    char *source;         /* where it came from: a file name, a provider */
+};
+
+/* A document of the corpus and its chunks. `id` is the caller's stable
+ * key (e.g. the path below the ingested folder). */
+struct store_document {
+    const char *id;
+    const char *title;
+    const char *source;    /* file path or URL */
+    const char *lang;      /* may be NULL */
+};
+
+struct store_chunk {
+    const char *section;   /* heading path, may be NULL */
+    const char *text;
+};
+
+/* What a put did: KEEL_OK with one of these in *outcome. */
+enum store_outcome { STORE_ADDED, STORE_UPDATED, STORE_UNCHANGED };
+
+struct paper_query {
+    const char *text;      /* free text; words are matched, any of them */
+    int year_from;         /* 0: none. With a year filter, unknown years are dropped */
+    int year_to;           /* 0: none */
+    int open_access_only;
+    int limit;             /* 1..STORE_LIMIT_MAX */
+};
+
+struct paper_hit {
+    struct store_paper paper;
+    double score;          /* higher is better; comparable within one result */
+};
+
+struct paper_hits {
+    struct paper_hit *items;
+    size_t n;
+};
+
+struct chunk_hit {
+    char *document_id;
+    char *title;
+    char *source;
+    char *section;
+    char *text;
+    int ordinal;           /* position of the chunk in its document, from 0 */
+    double score;          /* higher is better; comparable within one result */
+};
+
+struct chunk_hits {
+    struct chunk_hit *items;
+    size_t n;
+};
+
+struct store_counts {
+    long papers;
+    long documents;
+    long chunks;
+};
+
+struct store;
+
+struct store_ops {
+    const char *name;
+    void (*close)(struct store *store);
+    int (*put_paper)(struct store *store, const struct store_paper *paper,
+                     enum store_outcome *outcome, struct keel_error *err);
+    int (*search_papers)(struct store *store, const struct paper_query *query,
+                         struct paper_hits *out, struct keel_error *err);
+    int (*put_document)(struct store *store, const struct store_document *doc,
+                        const struct store_chunk *chunks, size_t n_chunks,
+                        enum store_outcome *outcome, struct keel_error *err);
+    int (*search_chunks)(struct store *store, const char *text, int limit,
+                         struct chunk_hits *out, struct keel_error *err);
+    int (*counts)(struct store *store, struct store_counts *out, struct keel_error *err);
+};
+
+/* Every backend's struct starts with this. */
+struct store {
+    const struct store_ops *ops;
+};
+
+/* Opens a store. `location` is "mem:" for the in-memory backend, or a
+ * SQLite file path (optionally prefixed "sqlite:"), created and migrated
+ * when needed. Returns KEEL_EINVAL for an unknown scheme, KEEL_EIO when the
+ * file cannot be opened or migrated; nothing is opened on failure. */
+int store_open(const char *location, struct store **out, struct keel_error *err);
+
+/* Closes a store; NULL is a no-op. */
+void store_close(struct store *store);
+
+/* Convenience wrappers over ops, checking arguments first: a paper needs a
+ * title; a query's limit must be 1..STORE_LIMIT_MAX and its year range
+ * ordered; text fields over STORE_TEXT_MAX are KEEL_ETOOBIG. err names
+ * the field. */
+int store_put_paper(struct store *store, const struct store_paper *paper,
+                    enum store_outcome *outcome, struct keel_error *err);
+int store_search_papers(struct store *store, const struct paper_query *query,
+                        struct paper_hits *out, struct keel_error *err);
+int store_put_document(struct store *store, const struct store_document *doc,
+                       const struct store_chunk *chunks, size_t n_chunks,
+                       enum store_outcome *outcome, struct keel_error *err);
+int store_search_chunks(struct store *store, const char *text, int limit,
+                        struct chunk_hits *out, struct keel_error *err);
+int store_counts(struct store *store, struct store_counts *out, struct keel_error *err);
+
+/* Writes the derived id of `paper` (see struct store_paper) into `out` of
+ * size `n` (at least 256; a DOI is kept up to 239 bytes). */
+void store_paper_id(const struct store_paper *paper, char *out, size_t n);
+
+/* Splits `text` into search words: lower-cased ASCII letters/digits and
+ * UTF-8 runs, at most STORE_QUERY_WORDS, each at most 64 bytes. Both
+ * backends use it so they match the same words. Returns the count;
+ * words[i] points into `buf` (size `buf_n`). */
+size_t store_query_words(const char *text, char *buf, size_t buf_n,
+                         const char **words, size_t max_words);
+
+/* Frees what a paper / result owns (not the struct itself for papers). */
+void store_paper_release(struct store_paper *paper);
+void paper_hits_release(struct paper_hits *hits);
+void chunk_hits_release(struct chunk_hits *hits);
+
+/* Deep-copies `src` into `dst` (keel_malloc'd strings, new authors ref).
+ * Returns KEEL_ENOMEM with `dst` released on failure. */
+int store_paper_copy(struct store_paper *dst, const struct store_paper *src);
+
+/* Backend constructors, called by store_open(). */
+int store_sqlite_open(const char *path, struct store **out, struct keel_error *err);
+int store_mem_open(struct store **out, struct keel_error *err);
+
+#endif
