@@ -49,143 +49,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/json.h"
-
-#define TOKENIZE "tokenize = 'unicode61 remove_diacritics 2'"
-
-/* ---- migrations ---------------------------------------------------------- */
-
-struct migration {
-    int version;
-    const char *sql;   /* static text, run with sqlite3_exec */
-};
-
-static const struct migration migrations[] = {
-    {1,
-     "CREATE TABLE papers ("
-     " seq INTEGER PRIMARY KEY,"
-     " id TEXT NOT NULL UNIQUE,"
-     " title TEXT NOT NULL,"
-     " abstract TEXT,"
-     " year INTEGER NOT NULL DEFAULT 0,"
-     " venue TEXT,"
-     " authors TEXT,"            /* JSON array of strings */
-     " doi TEXT,"
-     " url TEXT,"
-     " pdf_url TEXT,"
-     " is_open_access INTEGER NOT NULL DEFAULT 0,"
-     " source TEXT,"
-     " content_hash TEXT NOT NULL);"
-     "CREATE VIRTUAL TABLE papers_fts USING fts5(title, abstract,"
-     " content = 'papers', content_rowid = 'seq', " TOKENIZE ");"
-     "CREATE TRIGGER papers_fts_insert AFTER INSERT ON papers BEGIN"
-     " INSERT INTO papers_fts(rowid, title, abstract) VALUES (new.seq, new.title, new.abstract);"
-     " END;"
-     "CREATE TRIGGER papers_fts_delete AFTER DELETE ON papers BEGIN"
-     " INSERT INTO papers_fts(papers_fts, rowid, title, abstract)"
-     " VALUES ('delete', old.seq, old.title, old.abstract);"
-     " END;"
-     "CREATE TRIGGER papers_fts_update AFTER UPDATE ON papers BEGIN"
-     " INSERT INTO papers_fts(papers_fts, rowid, title, abstract)"
-     " VALUES ('delete', old.seq, old.title, old.abstract);"
-     " INSERT INTO papers_fts(rowid, title, abstract) VALUES (new.seq, new.title, new.abstract);"
-     " END;"
-     "CREATE TABLE documents ("
-     " id TEXT PRIMARY KEY,"
-     " title TEXT,"
-     " source TEXT,"
-     " lang TEXT,"
-     " content_hash TEXT NOT NULL);"
-     "CREATE TABLE chunks ("
-     " seq INTEGER PRIMARY KEY,"
-     " document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,"
-     " ordinal INTEGER NOT NULL,"
-     " section TEXT,"
-     " text TEXT NOT NULL,"
-     " UNIQUE (document_id, ordinal));"
-     "CREATE VIRTUAL TABLE chunks_fts USING fts5(section, text,"
-     " content = 'chunks', content_rowid = 'seq', " TOKENIZE ");"
-     "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN"
-     " INSERT INTO chunks_fts(rowid, section, text) VALUES (new.seq, new.section, new.text);"
-     " END;"
-     "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN"
-     " INSERT INTO chunks_fts(chunks_fts, rowid, section, text)"
-     " VALUES ('delete', old.seq, old.section, old.text);"
-     " END;"
-     "CREATE TRIGGER chunks_fts_update AFTER UPDATE ON chunks BEGIN"
-     " INSERT INTO chunks_fts(chunks_fts, rowid, section, text)"
-     " VALUES ('delete', old.seq, old.section, old.text);"
-     " INSERT INTO chunks_fts(rowid, section, text) VALUES (new.seq, new.section, new.text);"
-     " END;"},
-};
-
-#define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
-
-/* ---- statements ---------------------------------------------------------- */
-
-enum stmt_id {
-    ST_BEGIN,
-    ST_COMMIT,
-    ST_ROLLBACK,
-    ST_PAPER_HASH,
-    ST_PAPER_INSERT,
-    ST_PAPER_UPDATE,
-    ST_PAPER_SEARCH,
-    ST_DOC_HASH,
-    ST_DOC_INSERT,
-    ST_DOC_UPDATE,
-    ST_CHUNKS_DELETE,
-    ST_CHUNK_INSERT,
-    ST_CHUNK_SEARCH,
-    ST_COUNTS,
-    ST_COUNT
-};
-
-/* Paper columns in one order for insert (?1..?12), update and select. */
-#define PAPER_COLUMNS "id, title, abstract, year, venue, authors, doi, url, pdf_url, is_open_access, source"
-
-static const char *const stmt_sql[ST_COUNT] = {
-    [ST_BEGIN] = "BEGIN IMMEDIATE",
-    [ST_COMMIT] = "COMMIT",
-    [ST_ROLLBACK] = "ROLLBACK",
-    [ST_PAPER_HASH] = "SELECT content_hash FROM papers WHERE id = ?1",
-    [ST_PAPER_INSERT] = "INSERT INTO papers (" PAPER_COLUMNS ", content_hash)"
-                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-    [ST_PAPER_UPDATE] = "UPDATE papers SET title = ?2, abstract = ?3, year = ?4, venue = ?5,"
-                        " authors = ?6, doi = ?7, url = ?8, pdf_url = ?9, is_open_access = ?10,"
-                        " source = ?11, content_hash = ?12 WHERE id = ?1",
-    /* ?2/?3 year range (0: open), ?4 open access only. With a year filter
-     * a paper of unknown year (0) is dropped. bm25() is lower for better
-     * matches, so the score is its negation. Columns weigh the same: the
-     * mem backend computes this very bm25(), so both rank alike; a short
-     * title already outscores a long abstract through BM25's length
-     * normalisation. */
-    [ST_PAPER_SEARCH] =
-        "SELECT p.id, p.title, p.abstract, p.year, p.venue, p.authors, p.doi, p.url,"
-        " p.pdf_url, p.is_open_access, p.source, -bm25(papers_fts) AS score"
-        " FROM papers_fts JOIN papers AS p ON p.seq = papers_fts.rowid"
-        " WHERE papers_fts MATCH ?1"
-        " AND (?2 = 0 OR p.year >= ?2) AND (?3 = 0 OR p.year <= ?3)"
-        " AND (?2 = 0 AND ?3 = 0 OR p.year > 0)"
-        " AND (?4 = 0 OR p.is_open_access <> 0)"
-        " ORDER BY score DESC, p.id ASC LIMIT ?5",
-    [ST_DOC_HASH] = "SELECT content_hash FROM documents WHERE id = ?1",
-    [ST_DOC_INSERT] = "INSERT INTO documents (id, title, source, lang, content_hash)"
-                      " VALUES (?1, ?2, ?3, ?4, ?5)",
-    [ST_DOC_UPDATE] = "UPDATE documents SET title = ?2, source = ?3, lang = ?4, content_hash = ?5"
-                      " WHERE id = ?1",
-    [ST_CHUNKS_DELETE] = "DELETE FROM chunks WHERE document_id = ?1",
-    [ST_CHUNK_INSERT] = "INSERT INTO chunks (document_id, ordinal, section, text)"
-                        " VALUES (?1, ?2, ?3, ?4)",
-    [ST_CHUNK_SEARCH] =
-        "SELECT c.document_id, d.title, d.source, c.section, c.text, c.ordinal,"
-        " -bm25(chunks_fts) AS score"
-        " FROM chunks_fts JOIN chunks AS c ON c.seq = chunks_fts.rowid"
-        " JOIN documents AS d ON d.id = c.document_id"
-        " WHERE chunks_fts MATCH ?1"
-        " ORDER BY score DESC, c.document_id ASC, c.ordinal ASC LIMIT ?2",
-    [ST_COUNTS] = "SELECT (SELECT count(*) FROM papers), (SELECT count(*) FROM documents),"
-                  " (SELECT count(*) FROM chunks)",
-};
+#include "store/store_sqlite_int.h"
 
 struct sqlite_store {
     struct store base;   /* first: a struct store * is a struct sqlite_store * */
@@ -409,7 +273,7 @@ out:
 static int migrate(struct sqlite_store *st, struct keel_error *err)
 {
     int rc, current = 0;
-    const int latest = migrations[N_MIGRATIONS - 1].version;
+    const int latest = sqlite_migrations[sqlite_n_migrations - 1].version;
 
     if ((rc = exec_static(st,
                           "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -422,8 +286,8 @@ static int migrate(struct sqlite_store *st, struct keel_error *err)
         return keel_error_set(err, KEEL_EIO, st->path,
                               "schema version %d is newer than this keel knows (%d)", current,
                               latest);
-    for (size_t i = 0; i < N_MIGRATIONS; i++)
-        if (migrations[i].version > current && (rc = apply_migration(st, &migrations[i], err)))
+    for (size_t i = 0; i < sqlite_n_migrations; i++)
+        if (sqlite_migrations[i].version > current && (rc = apply_migration(st, &sqlite_migrations[i], err)))
             return rc;
     return KEEL_OK;
 }
@@ -431,7 +295,7 @@ static int migrate(struct sqlite_store *st, struct keel_error *err)
 static int prepare_all(struct sqlite_store *st, struct keel_error *err)
 {
     for (int i = 0; i < ST_COUNT; i++) {
-        int sqlite_rc = sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+        int sqlite_rc = sqlite3_prepare_v3(st->db, sqlite_stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                            &st->stmt[i], NULL);
         if (sqlite_rc != SQLITE_OK)
             return db_fail(st, sqlite_rc, "preparing statements", err);

@@ -1,0 +1,123 @@
+/*
+ * store_sqlite_schema.c — the SQLite backend's schema as data: numbered
+ * migrations and the SQL of every prepared statement. The mechanism that
+ * runs them is store_sqlite.c; the design notes (external-content FTS5,
+ * the seq row ids, content hashes) are at the top of that file.
+ */
+#include "store/store_sqlite_int.h"
+
+#define TOKENIZE "tokenize = 'unicode61 remove_diacritics 2'"
+
+/* ---- migrations ---------------------------------------------------------- */
+
+const struct migration sqlite_migrations[] = {
+    {1,
+     "CREATE TABLE papers ("
+     " seq INTEGER PRIMARY KEY,"
+     " id TEXT NOT NULL UNIQUE,"
+     " title TEXT NOT NULL,"
+     " abstract TEXT,"
+     " year INTEGER NOT NULL DEFAULT 0,"
+     " venue TEXT,"
+     " authors TEXT,"            /* JSON array of strings */
+     " doi TEXT,"
+     " url TEXT,"
+     " pdf_url TEXT,"
+     " is_open_access INTEGER NOT NULL DEFAULT 0,"
+     " source TEXT,"
+     " content_hash TEXT NOT NULL);"
+     "CREATE VIRTUAL TABLE papers_fts USING fts5(title, abstract,"
+     " content = 'papers', content_rowid = 'seq', " TOKENIZE ");"
+     "CREATE TRIGGER papers_fts_insert AFTER INSERT ON papers BEGIN"
+     " INSERT INTO papers_fts(rowid, title, abstract) VALUES (new.seq, new.title, new.abstract);"
+     " END;"
+     "CREATE TRIGGER papers_fts_delete AFTER DELETE ON papers BEGIN"
+     " INSERT INTO papers_fts(papers_fts, rowid, title, abstract)"
+     " VALUES ('delete', old.seq, old.title, old.abstract);"
+     " END;"
+     "CREATE TRIGGER papers_fts_update AFTER UPDATE ON papers BEGIN"
+     " INSERT INTO papers_fts(papers_fts, rowid, title, abstract)"
+     " VALUES ('delete', old.seq, old.title, old.abstract);"
+     " INSERT INTO papers_fts(rowid, title, abstract) VALUES (new.seq, new.title, new.abstract);"
+     " END;"
+     "CREATE TABLE documents ("
+     " id TEXT PRIMARY KEY,"
+     " title TEXT,"
+     " source TEXT,"
+     " lang TEXT,"
+     " content_hash TEXT NOT NULL);"
+     "CREATE TABLE chunks ("
+     " seq INTEGER PRIMARY KEY,"
+     " document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,"
+     " ordinal INTEGER NOT NULL,"
+     " section TEXT,"
+     " text TEXT NOT NULL,"
+     " UNIQUE (document_id, ordinal));"
+     "CREATE VIRTUAL TABLE chunks_fts USING fts5(section, text,"
+     " content = 'chunks', content_rowid = 'seq', " TOKENIZE ");"
+     "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN"
+     " INSERT INTO chunks_fts(rowid, section, text) VALUES (new.seq, new.section, new.text);"
+     " END;"
+     "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN"
+     " INSERT INTO chunks_fts(chunks_fts, rowid, section, text)"
+     " VALUES ('delete', old.seq, old.section, old.text);"
+     " END;"
+     "CREATE TRIGGER chunks_fts_update AFTER UPDATE ON chunks BEGIN"
+     " INSERT INTO chunks_fts(chunks_fts, rowid, section, text)"
+     " VALUES ('delete', old.seq, old.section, old.text);"
+     " INSERT INTO chunks_fts(rowid, section, text) VALUES (new.seq, new.section, new.text);"
+     " END;"},
+};
+
+const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0]);
+
+/* ---- statements ---------------------------------------------------------- */
+
+
+
+/* Paper columns in one order for insert (?1..?12), update and select. */
+#define PAPER_COLUMNS "id, title, abstract, year, venue, authors, doi, url, pdf_url, is_open_access, source"
+
+const char *const sqlite_stmt_sql[ST_COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_PAPER_HASH] = "SELECT content_hash FROM papers WHERE id = ?1",
+    [ST_PAPER_INSERT] = "INSERT INTO papers (" PAPER_COLUMNS ", content_hash)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    [ST_PAPER_UPDATE] = "UPDATE papers SET title = ?2, abstract = ?3, year = ?4, venue = ?5,"
+                        " authors = ?6, doi = ?7, url = ?8, pdf_url = ?9, is_open_access = ?10,"
+                        " source = ?11, content_hash = ?12 WHERE id = ?1",
+    /* ?2/?3 year range (0: open), ?4 open access only. With a year filter
+     * a paper of unknown year (0) is dropped. bm25() is lower for better
+     * matches, so the score is its negation. Columns weigh the same: the
+     * mem backend computes this very bm25(), so both rank alike; a short
+     * title already outscores a long abstract through BM25's length
+     * normalisation. */
+    [ST_PAPER_SEARCH] =
+        "SELECT p.id, p.title, p.abstract, p.year, p.venue, p.authors, p.doi, p.url,"
+        " p.pdf_url, p.is_open_access, p.source, -bm25(papers_fts) AS score"
+        " FROM papers_fts JOIN papers AS p ON p.seq = papers_fts.rowid"
+        " WHERE papers_fts MATCH ?1"
+        " AND (?2 = 0 OR p.year >= ?2) AND (?3 = 0 OR p.year <= ?3)"
+        " AND (?2 = 0 AND ?3 = 0 OR p.year > 0)"
+        " AND (?4 = 0 OR p.is_open_access <> 0)"
+        " ORDER BY score DESC, p.id ASC LIMIT ?5",
+    [ST_DOC_HASH] = "SELECT content_hash FROM documents WHERE id = ?1",
+    [ST_DOC_INSERT] = "INSERT INTO documents (id, title, source, lang, content_hash)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5)",
+    [ST_DOC_UPDATE] = "UPDATE documents SET title = ?2, source = ?3, lang = ?4, content_hash = ?5"
+                      " WHERE id = ?1",
+    [ST_CHUNKS_DELETE] = "DELETE FROM chunks WHERE document_id = ?1",
+    [ST_CHUNK_INSERT] = "INSERT INTO chunks (document_id, ordinal, section, text)"
+                        " VALUES (?1, ?2, ?3, ?4)",
+    [ST_CHUNK_SEARCH] =
+        "SELECT c.document_id, d.title, d.source, c.section, c.text, c.ordinal,"
+        " -bm25(chunks_fts) AS score"
+        " FROM chunks_fts JOIN chunks AS c ON c.seq = chunks_fts.rowid"
+        " JOIN documents AS d ON d.id = c.document_id"
+        " WHERE chunks_fts MATCH ?1"
+        " ORDER BY score DESC, c.document_id ASC, c.ordinal ASC LIMIT ?2",
+    [ST_COUNTS] = "SELECT (SELECT count(*) FROM papers), (SELECT count(*) FROM documents),"
+                  " (SELECT count(*) FROM chunks)",
+};
