@@ -18,6 +18,7 @@ static const struct {
     int (*run)(void);
 } groups[] = {
     {"policy", bench_policy},
+    {"store", bench_store},
 };
 
 uint64_t bench_now_ns(void)

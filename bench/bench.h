@@ -9,8 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Runs the policy group; returns 0 on success. */
+/* Run one group each; return 0 on success. */
 int bench_policy(void);
+int bench_store(void);
 
 /* Monotonic nanoseconds. */
 uint64_t bench_now_ns(void);

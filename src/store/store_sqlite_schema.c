@@ -67,6 +67,11 @@ const struct migration sqlite_migrations[] = {
      " VALUES ('delete', old.seq, old.section, old.text);"
      " INSERT INTO chunks_fts(rowid, section, text) VALUES (new.seq, new.section, new.text);"
      " END;"},
+    /* 2: covering indexes, so ranking reads the few columns it needs
+     * without walking each row's title and abstract. */
+    {2,
+     "CREATE INDEX papers_rank ON papers(seq, year, is_open_access, id);"
+     "CREATE INDEX chunks_rank ON chunks(seq, document_id, ordinal);"},
 };
 
 const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0]);
@@ -95,14 +100,20 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
      * title already outscores a long abstract through BM25's length
      * normalisation. */
     [ST_PAPER_SEARCH] =
+        /* Rank over the covering index first; fetch whole rows only for
+         * the top ?5. */
         "SELECT p.id, p.title, p.abstract, p.year, p.venue, p.authors, p.doi, p.url,"
-        " p.pdf_url, p.is_open_access, p.source, -bm25(papers_fts) AS score"
-        " FROM papers_fts JOIN papers AS p ON p.seq = papers_fts.rowid"
-        " WHERE papers_fts MATCH ?1"
-        " AND (?2 = 0 OR p.year >= ?2) AND (?3 = 0 OR p.year <= ?3)"
-        " AND (?2 = 0 AND ?3 = 0 OR p.year > 0)"
-        " AND (?4 = 0 OR p.is_open_access <> 0)"
-        " ORDER BY score DESC, p.id ASC LIMIT ?5",
+        " p.pdf_url, p.is_open_access, p.source, top.score"
+        " FROM (SELECT q.seq AS seq, q.id AS id, -bm25(papers_fts) AS score"
+        "       FROM papers_fts JOIN papers AS q INDEXED BY papers_rank"
+        "         ON q.seq = papers_fts.rowid"
+        "       WHERE papers_fts MATCH ?1"
+        "       AND (?2 = 0 OR q.year >= ?2) AND (?3 = 0 OR q.year <= ?3)"
+        "       AND (?2 = 0 AND ?3 = 0 OR q.year > 0)"
+        "       AND (?4 = 0 OR q.is_open_access <> 0)"
+        "       ORDER BY score DESC, q.id ASC LIMIT ?5) AS top"
+        " JOIN papers AS p ON p.seq = top.seq"
+        " ORDER BY top.score DESC, top.id ASC",
     [ST_DOC_HASH] = "SELECT content_hash FROM documents WHERE id = ?1",
     [ST_DOC_INSERT] = "INSERT INTO documents (id, title, source, lang, content_hash)"
                       " VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -112,12 +123,16 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
     [ST_CHUNK_INSERT] = "INSERT INTO chunks (document_id, ordinal, section, text)"
                         " VALUES (?1, ?2, ?3, ?4)",
     [ST_CHUNK_SEARCH] =
-        "SELECT c.document_id, d.title, d.source, c.section, c.text, c.ordinal,"
-        " -bm25(chunks_fts) AS score"
-        " FROM chunks_fts JOIN chunks AS c ON c.seq = chunks_fts.rowid"
+        "SELECT c.document_id, d.title, d.source, c.section, c.text, c.ordinal, top.score"
+        " FROM (SELECT k.seq AS seq, k.document_id AS document_id, k.ordinal AS ordinal,"
+        "              -bm25(chunks_fts) AS score"
+        "       FROM chunks_fts JOIN chunks AS k INDEXED BY chunks_rank"
+        "         ON k.seq = chunks_fts.rowid"
+        "       WHERE chunks_fts MATCH ?1"
+        "       ORDER BY score DESC, k.document_id ASC, k.ordinal ASC LIMIT ?2) AS top"
+        " JOIN chunks AS c ON c.seq = top.seq"
         " JOIN documents AS d ON d.id = c.document_id"
-        " WHERE chunks_fts MATCH ?1"
-        " ORDER BY score DESC, c.document_id ASC, c.ordinal ASC LIMIT ?2",
+        " ORDER BY top.score DESC, top.document_id ASC, top.ordinal ASC",
     [ST_COUNTS] = "SELECT (SELECT count(*) FROM papers), (SELECT count(*) FROM documents),"
                   " (SELECT count(*) FROM chunks)",
 };
