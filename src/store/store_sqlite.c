@@ -654,12 +654,12 @@ static int clamp_limit(int limit)
     return limit < 0 ? 0 : limit > STORE_LIMIT_MAX ? STORE_LIMIT_MAX : limit;
 }
 
-static int bind_search(sqlite3_stmt *stmt, const char *match, const struct paper_query *query)
+/* Binds ?2..?5 of ST_PAPER_SEARCH (?1, the match, is bound by run_search). */
+static int bind_paper_filters(sqlite3_stmt *stmt, const void *arg)
 {
-    int rc = sqlite3_bind_text(stmt, 1, match, -1, SQLITE_STATIC);
+    const struct paper_query *query = arg;
+    int rc = sqlite3_bind_int(stmt, 2, query->year_from);
 
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(stmt, 2, query->year_from);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int(stmt, 3, query->year_to);
     if (rc == SQLITE_OK)
@@ -669,56 +669,89 @@ static int bind_search(sqlite3_stmt *stmt, const char *match, const struct paper
     return rc;
 }
 
-static int sqlite_search_papers(struct store *store, const struct paper_query *query,
-                                struct paper_hits *out, struct keel_error *err)
+/* A search statement: how to bind its parameters after the match, and
+ * how to add one result row to the caller's hit list. */
+struct search_run {
+    enum stmt_id id;
+    const char *op;          /* names the operation in errors */
+    int (*bind)(sqlite3_stmt *stmt, const void *arg);
+    int (*add_row)(struct sqlite_store *st, sqlite3_stmt *stmt, void *hits, size_t *cap,
+                   int limit, struct keel_error *err);
+};
+
+/* Runs a full-text search: builds the match from `text` (no words: no
+ * hits), binds, steps, and adds each row through run->add_row. On
+ * failure the caller releases what `hits` holds. */
+static int run_search(struct sqlite_store *st, const struct search_run *run, const char *text,
+                      const void *bind_arg, int limit, void *hits, struct keel_error *err)
 {
-    struct sqlite_store *st = (struct sqlite_store *)store;
-    struct paper_hits hits = {NULL, 0};
     struct keel_buf match;
     sqlite3_stmt *stmt;
     size_t n_words, cap = 0;
     int rc, sqlite_rc;
 
-    out->items = NULL;
-    out->n = 0;
     if ((rc = connection_ready(st, err)))
         return rc;
-    stmt = st->stmt[ST_PAPER_SEARCH];
+    stmt = st->stmt[run->id];
     keel_buf_init(&match, MATCH_MAX);
-    if ((rc = match_expression(query->text, &match, &n_words))) {
+    if ((rc = match_expression(text, &match, &n_words))) {
         rc = keel_error_set(err, rc, "query", "cannot build the search expression");
         goto out;
     }
     if (!n_words)
         goto out;   /* nothing to match: no hits */
-    if ((sqlite_rc = bind_search(stmt, match.data, query)) != SQLITE_OK) {
-        rc = db_fail(st, sqlite_rc, "search_papers", err);
+    sqlite_rc = sqlite3_bind_text(stmt, 1, match.data, -1, SQLITE_STATIC);
+    if (sqlite_rc == SQLITE_OK)
+        sqlite_rc = run->bind(stmt, bind_arg);
+    if (sqlite_rc != SQLITE_OK) {
+        rc = db_fail(st, sqlite_rc, run->op, err);
         goto out;
     }
-    while ((sqlite_rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-        struct paper_hit *grown = hits_grow(hits.items, hits.n, &cap, sizeof(*hits.items),
-                                            (size_t)clamp_limit(query->limit));
-        if (!grown) {
-            rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
+    while ((sqlite_rc = sqlite3_step(stmt)) == SQLITE_ROW)
+        if ((rc = run->add_row(st, stmt, hits, &cap, limit, err)))
             goto out;
-        }
-        hits.items = grown;
-        if ((rc = paper_from_row(st, stmt, &hits.items[hits.n].paper, err)))
-            goto out;
-        hits.items[hits.n++].score = sqlite3_column_double(stmt, 11);
-    }
-    if (sqlite_rc != SQLITE_DONE) {
-        rc = db_fail(st, sqlite_rc, "search_papers", err);
-        goto out;
-    }
-    *out = hits;
-    hits.items = NULL;
-    hits.n = 0;
+    if (sqlite_rc != SQLITE_DONE)
+        rc = db_fail(st, sqlite_rc, run->op, err);
 out:
     stmt_done(stmt);
-    paper_hits_release(&hits);
     keel_buf_release(&match);
     return rc;
+}
+
+static int add_paper_row(struct sqlite_store *st, sqlite3_stmt *stmt, void *opaque, size_t *cap,
+                         int limit, struct keel_error *err)
+{
+    struct paper_hits *hits = opaque;
+    struct paper_hit *grown = hits_grow(hits->items, hits->n, cap, sizeof(*hits->items),
+                                        (size_t)clamp_limit(limit));
+    int rc;
+
+    if (!grown)
+        return keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
+    hits->items = grown;
+    if ((rc = paper_from_row(st, stmt, &hits->items[hits->n].paper, err)))
+        return rc;
+    hits->items[hits->n++].score = sqlite3_column_double(stmt, 11);
+    return KEEL_OK;
+}
+
+static int sqlite_search_papers(struct store *store, const struct paper_query *query,
+                                struct paper_hits *out, struct keel_error *err)
+{
+    static const struct search_run run = {ST_PAPER_SEARCH, "search_papers", bind_paper_filters,
+                                          add_paper_row};
+    struct paper_hits hits = {NULL, 0};
+    int rc = run_search((struct sqlite_store *)store, &run, query->text, query, query->limit,
+                        &hits, err);
+
+    out->items = NULL;
+    out->n = 0;
+    if (rc) {
+        paper_hits_release(&hits);
+        return rc;
+    }
+    *out = hits;
+    return KEEL_OK;
 }
 
 /* ---- documents and chunks ------------------------------------------------ */
@@ -844,58 +877,44 @@ static int chunk_from_row(sqlite3_stmt *stmt, struct chunk_hit *hit)
     return KEEL_OK;
 }
 
+/* Binds ?2 of ST_CHUNK_SEARCH, the limit. */
+static int bind_chunk_limit(sqlite3_stmt *stmt, const void *arg)
+{
+    return sqlite3_bind_int(stmt, 2, clamp_limit(*(const int *)arg));
+}
+
+static int add_chunk_row(struct sqlite_store *st, sqlite3_stmt *stmt, void *opaque, size_t *cap,
+                         int limit, struct keel_error *err)
+{
+    struct chunk_hits *hits = opaque;
+    struct chunk_hit *grown = hits_grow(hits->items, hits->n, cap, sizeof(*hits->items),
+                                        (size_t)clamp_limit(limit));
+
+    (void)st;
+    if (grown)
+        hits->items = grown;
+    if (!grown || chunk_from_row(stmt, &hits->items[hits->n]))
+        return keel_error_set(err, KEEL_ENOMEM, "search_chunks", "out of memory");
+    hits->n++;
+    return KEEL_OK;
+}
+
 static int sqlite_search_chunks(struct store *store, const char *text, int limit,
                                 struct chunk_hits *out, struct keel_error *err)
 {
-    struct sqlite_store *st = (struct sqlite_store *)store;
+    static const struct search_run run = {ST_CHUNK_SEARCH, "search_chunks", bind_chunk_limit,
+                                          add_chunk_row};
     struct chunk_hits hits = {NULL, 0};
-    struct keel_buf match;
-    sqlite3_stmt *stmt;
-    size_t n_words, cap = 0;
-    int rc, sqlite_rc;
+    int rc = run_search((struct sqlite_store *)store, &run, text, &limit, limit, &hits, err);
 
     out->items = NULL;
     out->n = 0;
-    if ((rc = connection_ready(st, err)))
+    if (rc) {
+        chunk_hits_release(&hits);
         return rc;
-    stmt = st->stmt[ST_CHUNK_SEARCH];
-    keel_buf_init(&match, MATCH_MAX);
-    if ((rc = match_expression(text, &match, &n_words))) {
-        rc = keel_error_set(err, rc, "query", "cannot build the search expression");
-        goto out;
-    }
-    if (!n_words)
-        goto out;
-    sqlite_rc = sqlite3_bind_text(stmt, 1, match.data, -1, SQLITE_STATIC);
-    if (sqlite_rc == SQLITE_OK)
-        sqlite_rc = sqlite3_bind_int(stmt, 2, clamp_limit(limit));
-    if (sqlite_rc != SQLITE_OK) {
-        rc = db_fail(st, sqlite_rc, "search_chunks", err);
-        goto out;
-    }
-    while ((sqlite_rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-        struct chunk_hit *grown = hits_grow(hits.items, hits.n, &cap, sizeof(*hits.items),
-                                            (size_t)clamp_limit(limit));
-        if (grown)
-            hits.items = grown;
-        if (!grown || chunk_from_row(stmt, &hits.items[hits.n])) {
-            rc = keel_error_set(err, KEEL_ENOMEM, "search_chunks", "out of memory");
-            goto out;
-        }
-        hits.n++;
-    }
-    if (sqlite_rc != SQLITE_DONE) {
-        rc = db_fail(st, sqlite_rc, "search_chunks", err);
-        goto out;
     }
     *out = hits;
-    hits.items = NULL;
-    hits.n = 0;
-out:
-    stmt_done(stmt);
-    chunk_hits_release(&hits);
-    keel_buf_release(&match);
-    return rc;
+    return KEEL_OK;
 }
 
 static int sqlite_counts(struct store *store, struct store_counts *out, struct keel_error *err)
