@@ -14,6 +14,7 @@
 #include "core/buf.h"
 #include "core/file.h"
 #include "pack/yaml_json.h"
+#include "text/utf8.h"
 
 #define MAX_FILES 100000
 #define MAX_DEPTH 16
@@ -110,13 +111,13 @@ static const char *meta_string(const json_t *meta, const char *key)
     return json_is_string(value) && json_string_length(value) ? json_string_value(value) : NULL;
 }
 
-static void skip_warning(const struct ingest_output *out, const char *path, const char *why)
+static void doc_warning(const struct ingest_output *out, const char *path, const char *what)
 {
     if (!out || !out->warnings)
         return;
     if (out->progress)
         fputc('\n', out->progress);
-    fprintf(out->warnings, "keel: %s: skipped: %s\n", path, why);
+    fprintf(out->warnings, "keel: %s: %s\n", path, what);
 }
 
 /* Ingests one file; a file that yields no text is skipped with a warning. */
@@ -145,8 +146,30 @@ static int ingest_one(struct store *store, const char *root, const char *path,
     if (rc) {
         rc = KEEL_OK;
         stats->skipped++;
-        skip_warning(out, path, file_err.message);
+        {
+            char what[KEEL_ERROR_MESSAGE_MAX + 16];
+            snprintf(what, sizeof(what), "skipped: %s", file_err.message);
+            doc_warning(out, path, what);
+        }
         goto out;
+    }
+    /* Text goes into the store, and from there into JSON: repair bytes
+     * that are not UTF-8 (a Latin-1 file) and drop a byte-order mark. */
+    if (utf8_valid_prefix(text.data, text.len) != text.len) {
+        struct keel_buf repaired;
+        keel_buf_init(&repaired, 0);
+        if ((rc = utf8_repair(text.data, text.len, &repaired))) {
+            keel_buf_release(&repaired);
+            keel_error_set(err, rc, path, "out of memory");
+            goto out;
+        }
+        keel_buf_release(&text);
+        text = repaired;
+        doc_warning(out, path, "bytes that are not UTF-8 were replaced by U+FFFD");
+    }
+    if (text.len >= 3 && !memcmp(text.data, "\xef\xbb\xbf", 3)) {
+        memmove(text.data, text.data + 3, text.len - 2);
+        text.len -= 3;
     }
     if (has_suffix(path, ".html") || has_suffix(path, ".htm")) {
         if ((rc = ingest_html_to_text(text.data, text.len, &html_text, &html_title))) {
@@ -166,11 +189,11 @@ static int ingest_one(struct store *store, const char *root, const char *path,
     }
     if (!chunks.n) {
         stats->skipped++;
-        skip_warning(out, path, "no text");
+        doc_warning(out, path, "skipped: no text");
         goto out;
     }
     if (chunks.truncated)
-        skip_warning(out, path, "the part after the first 4096 chunks (INGEST_MAX_CHUNKS)");
+        doc_warning(out, path, "only the first 4096 chunks were kept (INGEST_MAX_CHUNKS)");
     items = keel_calloc(chunks.n, sizeof(*items));
     if (!items) {
         rc = keel_error_set(err, KEEL_ENOMEM, path, "out of memory");

@@ -3,6 +3,9 @@
  */
 #include "text/utf8.h"
 
+#include "core/buf.h"
+#include "core/error.h"
+
 size_t utf8_valid_prefix(const char *text, size_t n)
 {
     const unsigned char *s = (const unsigned char *)text;
@@ -44,4 +47,23 @@ size_t utf8_valid_prefix(const char *text, size_t n)
         i += len;
     }
     return n;
+}
+
+int utf8_repair(const char *s, size_t n, struct keel_buf *out)
+{
+    size_t before = out->len, i = 0;
+    int rc = KEEL_OK;
+
+    while (i < n && !rc) {
+        size_t valid = utf8_valid_prefix(s + i, n - i);
+        rc = keel_buf_add(out, s + i, valid);
+        i += valid;
+        if (i < n && !rc) {
+            rc = keel_buf_add(out, "\xef\xbf\xbd", 3);  /* U+FFFD for the bad byte */
+            i++;
+        }
+    }
+    if (rc)
+        keel_buf_truncate(out, before);
+    return rc;
 }

@@ -11,4 +11,11 @@
  * U+10FFFF) and contains no NUL byte. Equal to `n` when all of it is. */
 size_t utf8_valid_prefix(const char *s, size_t n);
 
+/* Appends `s` (`n` bytes) to `out` with every byte that does not start a
+ * well-formed UTF-8 sequence, and every NUL, replaced by U+FFFD. Returns
+ * KEEL_OK, KEEL_ENOMEM or KEEL_ETOOBIG (the buffer's cap); on failure
+ * `out` is as it was. */
+struct keel_buf;
+int utf8_repair(const char *s, size_t n, struct keel_buf *out);
+
 #endif

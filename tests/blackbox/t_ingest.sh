@@ -58,6 +58,16 @@ test_ingest_docs_front_matter_html_and_again() {
     expect_out "docs: 0 added, 0 updated, 3 unchanged"
 }
 
+test_ingest_repairs_non_utf8_and_bom() {
+    mkdir -p "$TMP/latin"
+    printf '# Caf\351\n\nLatin-1 text.\n' > "$TMP/latin/a.md"
+    printf '\357\273\277---\ntitle: BOM doc\n---\nbody\n' > "$TMP/latin/b.md"
+    run "$KEEL" ingest docs --db "$TMP/test_ingest_repairs_non_utf8_and_bom.db" "$TMP/latin"
+    expect_rc 0
+    expect_out "docs: 2 added"
+    expect_err "a.md: bytes that are not UTF-8 were replaced by U+FFFD"
+}
+
 test_ingest_errors() {
     run "$KEEL" ingest
     expect_rc 2

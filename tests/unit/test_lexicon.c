@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/buf.h"
 #include "text/lexicon.h"
 #include "text/utf8.h"
 #include "unit.h"
@@ -693,6 +694,22 @@ START_TEST(test_utf8_invalid)
 END_TEST
 
 
+START_TEST(test_utf8_repair)
+{
+    struct keel_buf out;
+
+    keel_buf_init(&out, 0);
+    ck_assert_int_eq(utf8_repair("caf\xe9 ok \xc3\xa9", 10, &out), KEEL_OK);
+    ck_assert_str_eq(out.data, "caf\xef\xbf\xbd ok \xc3\xa9");
+    ck_assert_uint_eq(utf8_valid_prefix(out.data, out.len), out.len);
+    keel_buf_release(&out);
+    keel_buf_init(&out, 4);  /* a cap the repair would pass: nothing is kept */
+    ck_assert_int_eq(utf8_repair("ab\xff", 3, &out), KEEL_ETOOBIG);
+    ck_assert_uint_eq(out.len, 0);
+    keel_buf_release(&out);
+}
+END_TEST
+
 Suite *suite_lexicon(void)
 {
     Suite *s = suite_create("lexicon");
@@ -710,6 +727,7 @@ Suite *suite_lexicon(void)
     tcase_add_test(tokens, test_currency_and_slash);
     tcase_add_test(tokens, test_utf8_valid);
     tcase_add_test(tokens, test_utf8_invalid);
+    tcase_add_test(tokens, test_utf8_repair);
     suite_add_tcase(s, tokens);
 
     unit_leak_fixture(matching);
