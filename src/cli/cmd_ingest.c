@@ -16,8 +16,10 @@ static void ingest_usage(FILE *out)
             "usage: keel ingest papers [--db FILE] FILE…\n"
             "       keel ingest docs [--db FILE] DIR…\n\n"
             "papers reads a JSON array or JSON lines of paper records (title, abstract, year,\n"
-            "venue, authors, doi, url, open access); docs reads the *.md, *.txt and *.html files\n"
-            "below each DIR (markdown front matter gives title and lang) and chunks them.\n"
+            "venue, authors, doi, url, open access); docs reads the *.md, *.markdown, *.txt,\n"
+            "*.html and *.htm files below each DIR (markdown front matter gives title and\n"
+            "lang; symbolic links to folders are not followed) and chunks them. A document's\n"
+            "id is DIR's name and its path below DIR.\n"
             "Re-ingesting the same input changes nothing. Bad records are skipped with a\n"
             "warning naming file and line.\n\n"
             "  --db FILE   the store (default: $KEEL_DB, else keel.db; mem: for a throw-away one)\n");
@@ -32,7 +34,7 @@ int cmd_ingest(int argc, char **argv)
     };
     const char *db = NULL, *kind;
     struct ingest_output out = {stderr, isatty(2) ? stderr : NULL};
-    struct ingest_stats stats = {0, 0, 0, 0};
+    struct ingest_stats stats = {0, 0, 0, 0, NULL};
     struct store_counts counts;
     struct store *store = NULL;
     struct keel_error err;
@@ -51,10 +53,14 @@ int cmd_ingest(int argc, char **argv)
     }
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(argc - 1, argv + 1, "", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc - 1, argv + 1, ":", options, NULL)) != -1) {
         switch (opt) {
         case 'd': db = optarg; break;
         case 'h': ingest_usage(stdout); return 0;
+        case ':':
+            fprintf(stderr, "keel: ingest: %s needs a value\n\n", argv[optind]);
+            ingest_usage(stderr);
+            return 2;
         default:
             fprintf(stderr, "keel: ingest: unknown option %s\n\n", argv[optind]);
             ingest_usage(stderr);
@@ -70,12 +76,17 @@ int cmd_ingest(int argc, char **argv)
         cli_report(&err);
         return 1;
     }
-    for (int i = optind + 1; i < argc && !rc; i++) {
+    /* A bad argument is reported and the others are still ingested; the
+     * exit code says something failed. */
+    for (int i = optind + 1; i < argc; i++) {
         const char *path = argv[i];
-        if (papers ? ingest_papers_file(store, path, &out, &stats, &err)
-                   : ingest_docs_dir(store, path, &out, &stats, &err)) {
+        int failed = papers ? ingest_papers_file(store, path, &out, &stats, &err)
+                            : ingest_docs_dir(store, path, &out, &stats, &err);
+        if (failed) {
             cli_report(&err);
             rc = 1;
+            if (failed == KEEL_ENOMEM)
+                break;
         }
     }
     if (!store_counts(store, &counts, &err))
@@ -83,6 +94,7 @@ int cmd_ingest(int argc, char **argv)
                "%ld papers, %ld documents, %ld chunks\n",
                kind, stats.added, stats.updated, stats.unchanged, stats.skipped,
                cli_db_location(db), counts.papers, counts.documents, counts.chunks);
+    ingest_stats_release(&stats);
     store_close(store);
     return rc;
 }

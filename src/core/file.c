@@ -23,8 +23,13 @@ int keel_file_read(const char *path, size_t max, struct keel_buf *out,
     FILE *f;
     int rc = KEEL_OK;
 
-    if (keel_is_dir(path))
-        return keel_error_set(err, KEEL_EIO, path, "is a directory, not a file");
+    {
+        struct stat st;
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            return keel_error_set(err, KEEL_EIO, path, "%s",
+                                  S_ISDIR(st.st_mode) ? "is a directory, not a file"
+                                                      : "is not a regular file");
+    }
     f = fopen(path, "rb");
     if (!f)
         return keel_error_set(err, errno == ENOENT ? KEEL_ENOTFOUND : KEEL_EIO, path,

@@ -10,7 +10,8 @@
 #include "core/error.h"
 
 /* Appends the contents of `path` to `out`. Fails with KEEL_ENOTFOUND (no
- * such file), KEEL_EIO (unreadable, a directory), KEEL_ETOOBIG (over
+ * such file), KEEL_EIO (unreadable, a directory or another file that is
+ * not a regular file, such as a FIFO), KEEL_ETOOBIG (over
  * `max` bytes) or KEEL_ENOMEM; err names the path. On failure `out` holds
  * what it held before. */
 int keel_file_read(const char *path, size_t max, struct keel_buf *out,

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/alloc.h"
 #include "core/buf.h"
@@ -49,9 +50,14 @@ static int collect(const char *dir, int depth, struct file_list *list, struct ke
         const char *name = entries[i]->d_name;
         char path[4096];
         if (!rc && name[0] != '.' && snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path)) {
-            if (keel_is_dir(path)) {
+            struct stat st;
+            if (lstat(path, &st) != 0) {
+                /* vanished since scandir: nothing to ingest */
+            } else if (S_ISDIR(st.st_mode)) {
                 if (depth < MAX_DEPTH)
                     rc = collect(path, depth + 1, list, err);
+            } else if (S_ISLNK(st.st_mode) && keel_is_dir(path)) {
+                /* A link to a folder is not followed: it could loop. */
             } else if (is_document(name)) {
                 if (list->n == MAX_FILES) {
                     rc = keel_error_set(err, KEEL_ETOOBIG, dir, "more than %d documents", MAX_FILES);
@@ -77,31 +83,43 @@ static int collect(const char *dir, int depth, struct file_list *list, struct ke
     return rc;
 }
 
-/* Splits off "---\n…\n---" front matter; reads title and lang from it.
- * Returns the offset where the body starts. */
+/* Splits off front matter: a first line "---", then YAML, then a line
+ * that is exactly "---" or "..." (a trailing \r allowed). Without such a
+ * closing line, or when the block is not a YAML mapping, there is no
+ * front matter and the whole file is the body.
+ * Reads title and lang; returns the offset where the body starts. */
 static size_t front_matter(const char *text, size_t n, const char *path, json_t **meta)
 {
-    const char *end;
+    size_t start, line;
 
     *meta = NULL;
     if (n < 4 || strncmp(text, "---", 3) || (text[3] != '\n' && text[3] != '\r'))
         return 0;
-    end = strstr(text + 3, "\n---");
-    if (!end || (size_t)(end - text) > n)
-        return 0;
-    {
-        struct keel_error ignored;
-        json_t *value = NULL;
-        if (!yaml_json_load(text + 4, (size_t)(end - text) - 4, path, NULL, &value, NULL,
-                            &ignored) && json_is_object(value))
+    start = text[3] == '\r' && n > 4 && text[4] == '\n' ? 5 : 4;
+    for (line = start; line < n;) {
+        const char *nl = memchr(text + line, '\n', n - line);
+        size_t len = nl ? (size_t)(nl - (text + line)) : n - line;
+        size_t bare = len && text[line + len - 1] == '\r' ? len - 1 : len;
+        if (bare == 3 && (!strncmp(text + line, "---", 3) || !strncmp(text + line, "...", 3))) {
+            struct keel_error ignored;
+            json_t *value = NULL;
+            if (line == start)
+                return nl ? (size_t)(nl - text) + 1 : n;  /* "---\n---": empty */
+            if (yaml_json_load(text + start, line - start, path, NULL, &value, NULL, &ignored) ||
+                !json_is_object(value)) {
+                /* Not YAML after all ("---" then prose, then a rule):
+                 * keep the whole file as text. */
+                json_decref(value);
+                return 0;
+            }
             *meta = value;
-        else
-            json_decref(value);
+            return nl ? (size_t)(nl - text) + 1 : n;
+        }
+        if (!nl)
+            break;
+        line += len + 1;
     }
-    end += 4;
-    while ((size_t)(end - text) < n && *end != '\n')
-        end++;
-    return (size_t)(end - text) + ((size_t)(end - text) < n);
+    return 0;
 }
 
 static const char *meta_string(const json_t *meta, const char *key)
@@ -109,6 +127,16 @@ static const char *meta_string(const json_t *meta, const char *key)
     json_t *value = meta ? json_object_get(meta, key) : NULL;
 
     return json_is_string(value) && json_string_length(value) ? json_string_value(value) : NULL;
+}
+
+/* Writes "base/rest" into `out` (sized by the caller). */
+static void join_id(char *out, const char *base, const char *rest)
+{
+    size_t a = strlen(base), b = strlen(rest);
+
+    memcpy(out, base, a);
+    out[a] = '/';
+    memcpy(out + a + 1, rest, b + 1);
 }
 
 static void doc_warning(const struct ingest_output *out, const char *path, const char *what)
@@ -132,7 +160,7 @@ static int ingest_one(struct store *store, const char *root, const char *path,
     struct store_document doc;
     enum store_outcome outcome;
     json_t *meta = NULL;
-    char *html_text = NULL, *html_title = NULL, *heading = NULL;
+    char *html_text = NULL, *html_title = NULL, *heading = NULL, *id = NULL, *canonical = NULL;
     const char *body, *title;
     size_t body_n, start;
     int rc;
@@ -213,9 +241,23 @@ static int ingest_one(struct store *store, const char *root, const char *path,
                       : keel_strdup(chunks.items[0].section);
         title = heading;
     }
-    doc.id = path + strlen(root) + (path[strlen(root)] == '/');
+    /* The id is the folder's own name and the path below it
+     * ("corpus/articles/appeal.md"), so two folders with a README do not
+     * overwrite each other; the source is the canonical path, so
+     * "./corpus" and "corpus" give the same record. */
+    {
+        const char *base = strrchr(root, '/');
+        base = base && base[1] ? base + 1 : root;
+        if (!(id = keel_malloc(strlen(base) + strlen(path) + 2))) {
+            rc = keel_error_set(err, KEEL_ENOMEM, path, "out of memory");
+            goto out;
+        }
+        join_id(id, base, path + strlen(root) + (path[strlen(root)] == '/'));
+    }
+    canonical = realpath(path, NULL);
+    doc.id = id;
     doc.title = title ? title : doc.id;
-    doc.source = path;
+    doc.source = canonical ? canonical : path;
     doc.lang = meta_string(meta, "lang");
     rc = store_put_document(store, &doc, items, chunks.n, &outcome, err);
     if (!rc) {
@@ -224,6 +266,8 @@ static int ingest_one(struct store *store, const char *root, const char *path,
         stats->unchanged += outcome == STORE_UNCHANGED;
     }
 out:
+    free(canonical);  /* from realpath(), not keel's allocator */
+    keel_free(id);
     keel_free(items);
     ingest_chunks_release(&chunks);
     keel_free(html_text);

@@ -23,7 +23,12 @@
 
 struct ingest_stats {
     long added, updated, unchanged, skipped;
+    json_t *seen_papers;   /* ids put by this run, across files; NULL until
+                              the first paper; ingest_stats_release frees it */
 };
+
+/* Frees what `stats` holds (not the counts). */
+void ingest_stats_release(struct ingest_stats *stats);
 
 /* Where warnings and progress go. `warnings` may be NULL (silent);
  * `progress` non-NULL draws a progress bar there (use it only for a
@@ -33,9 +38,10 @@ struct ingest_output {
     FILE *progress;
 };
 
-/* Reads paper records from `path` into the store. A record whose id (see
- * store_paper_id) repeats an earlier one of the same file is skipped with
- * a warning, so re-runs stay unchanged. Returns KEEL_OK when
+/* Reads paper records from `path` into the store: a JSON array (also
+ * OpenAlex's {"results": [...]}) or JSON lines. A record whose id (see
+ * store_paper_id) repeats one put earlier in the same run — this file or
+ * an earlier one — is skipped with a warning, so re-runs stay unchanged. Returns KEEL_OK when
  * the file could be read (skipped records are counted, not errors), or
  * the error that stopped it (unreadable file, a store failure). */
 int ingest_papers_file(struct store *store, const char *path, const struct ingest_output *out,
@@ -47,8 +53,10 @@ int ingest_docs_dir(struct store *store, const char *dir, const struct ingest_ou
                     struct ingest_stats *stats, struct keel_error *err);
 
 /* Maps one JSON record onto a paper. Accepts the common shapes: title;
- * abstract; year or publication_year; venue, journal or container-title;
- * authors as strings, {name}, {first, middle, last} or {given, family};
+ * abstract; year or publication_year (a number, "2021" or "2021-05-01";
+ * 0 or unreadable means unknown); venue, journal or container-title
+ * (a string or a list of strings); authors as strings, {name},
+ * {first, middle, last}, {given, family}, or OpenAlex authorships;
  * doi or DOI (a doi.org URL is cut to the bare DOI); url; pdf_url,
  * oa_url or openAccessPdf.url; is_open_access, isOpenAccess,
  * open_access (bool or {is_oa}). Returns KEEL_EINVAL naming the field

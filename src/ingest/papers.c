@@ -7,6 +7,7 @@
 #include "ingest/ingest.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -24,6 +25,8 @@ static int first_string(const json_t *record, const char *const *keys, const cha
         json_t *value = json_object_get(record, *keys);
         if (!value || json_is_null(value))
             continue;
+        if (json_is_array(value) && json_is_string(json_array_get(value, 0)))
+            value = json_array_get(value, 0);  /* Crossref: "container-title": ["…"] */
         if (!json_is_string(value))
             return keel_error_set(err, KEEL_EINVAL, *keys, "must be a string, not %s",
                                   keel_json_type_name(value));
@@ -93,20 +96,19 @@ static int read_year(const json_t *record, int *year, struct keel_error *err)
         json_t *value = json_object_get(record, *k);
         if (!value || json_is_null(value))
             continue;
-        if (json_is_integer(value) && json_integer_value(value) > 0 &&
-            json_integer_value(value) <= 9999) {
-            *year = (int)json_integer_value(value);
+        if (json_is_number(value)) {
+            double y = json_number_value(value);
+            *year = y >= 1000 && y <= 9999 ? (int)y : 0;  /* 0 and nonsense: unknown */
             return KEEL_OK;
         }
-        if (json_is_string(value) && json_string_length(value) == 4) {
+        if (json_is_string(value)) {
+            /* "2021", "2021-05-01": the leading four digits. */
             const char *s = json_string_value(value);
-            int y = 0;
-            for (int i = 0; i < 4 && s[i] >= '0' && s[i] <= '9'; i++)
+            int y = 0, i;
+            for (i = 0; i < 4 && s[i] >= '0' && s[i] <= '9'; i++)
                 y = y * 10 + (s[i] - '0');
-            if (y >= 1000) {
-                *year = y;
-                return KEEL_OK;
-            }
+            *year = i == 4 && y >= 1000 && (s[4] == '\0' || s[4] == '-') ? y : 0;
+            return KEEL_OK;
         }
         return keel_error_set(err, KEEL_EINVAL, *k, "must be a year such as 2021");
     }
@@ -160,10 +162,13 @@ int ingest_paper_from_json(const json_t *record, const char *source, struct stor
         pdf = json_string_value(json_object_get(json_object_get(record, "openAccessPdf"), "url"));
     if (doi) {
         const char *prefixes[] = {"https://doi.org/", "http://doi.org/", "https://dx.doi.org/",
-                                  "doi:", NULL};
+                                  "http://dx.doi.org/", "https://www.doi.org/",
+                                  "http://www.doi.org/", "doi:", NULL};
         for (const char **p = prefixes; *p; p++)
-            if (!strncmp(doi, *p, strlen(*p)))
+            if (!strncasecmp(doi, *p, strlen(*p))) {
                 doi += strlen(*p);
+                break;
+            }
     }
     out->is_open_access = read_open_access(record, pdf);
     out->authors = json_array();
@@ -172,6 +177,16 @@ int ingest_paper_from_json(const json_t *record, const char *source, struct stor
     authors_in = json_object_get(record, "authors");
     if (!authors_in)
         authors_in = json_object_get(record, "author");
+    if (!authors_in && json_is_array(json_object_get(record, "authorships"))) {
+        /* OpenAlex: [{"author": {"display_name": …}}, …] */
+        json_t *ship;
+        size_t i;
+        json_array_foreach(json_object_get(record, "authorships"), i, ship) {
+            json_t *name = json_object_get(json_object_get(ship, "author"), "display_name");
+            if (json_is_string(name) && json_array_append(out->authors, name))
+                goto nomem;
+        }
+    }
     if (json_is_array(authors_in)) {
         json_t *author;
         size_t i;
@@ -209,15 +224,16 @@ static void warn(const struct ingest_output *out, const char *path, long where,
  * second record with the same id (same DOI, or same title and year) is
  * skipped, so the first one wins and a re-run reports it unchanged.
  * Returns KEEL_OK unless the store failed. */
-static int put_record(struct store *store, const json_t *record, const char *path, long where,
-                      const char *unit, const struct ingest_output *out, json_t *seen,
-                      struct ingest_stats *stats, struct keel_error *err)
+static int put_record(struct store *store, const json_t *record, const char *path,
+                      const char *source, long where, const char *unit,
+                      const struct ingest_output *out, struct ingest_stats *stats,
+                      struct keel_error *err)
 {
     struct store_paper paper;
     enum store_outcome outcome;
     struct keel_error record_err;
     char id[256];
-    int rc = ingest_paper_from_json(record, path, &paper, &record_err);
+    int rc = ingest_paper_from_json(record, source, &paper, &record_err);
 
     if (rc == KEEL_ENOMEM)
         return keel_error_set(err, rc, path, "out of memory");
@@ -227,16 +243,12 @@ static int put_record(struct store *store, const json_t *record, const char *pat
         return KEEL_OK;
     }
     store_paper_id(&paper, id, sizeof(id));
-    if (json_object_get(seen, id)) {
+    if (json_object_get(stats->seen_papers, id)) {
         stats->skipped++;
         keel_error_set(&record_err, KEEL_EINVAL, "", "duplicate of an earlier record (%s)", id);
         warn(out, path, where, unit, &record_err);
         store_paper_release(&paper);
         return KEEL_OK;
-    }
-    if (json_object_set_new(seen, id, json_true())) {
-        store_paper_release(&paper);
-        return keel_error_set(err, KEEL_ENOMEM, path, "out of memory");
     }
     rc = store_put_paper(store, &paper, &outcome, &record_err);
     store_paper_release(&paper);
@@ -249,6 +261,9 @@ static int put_record(struct store *store, const json_t *record, const char *pat
         *err = record_err;
         return rc;
     }
+    /* Only a record that made it into the store shadows later copies. */
+    if (json_object_set_new(stats->seen_papers, id, json_true()))
+        return keel_error_set(err, KEEL_ENOMEM, path, "out of memory");
     stats->added += outcome == STORE_ADDED;
     stats->updated += outcome == STORE_UPDATED;
     stats->unchanged += outcome == STORE_UNCHANGED;
@@ -269,36 +284,57 @@ int ingest_papers_file(struct store *store, const char *path, const struct inges
 {
     struct keel_buf text;
     struct ingest_progress bar;
-    json_t *seen = json_object();
     size_t i = 0;
+    long records_before = stats->added + stats->updated + stats->unchanged + stats->skipped;
+    char *canonical = NULL;
+    const char *source = path;
     int rc;
 
     keel_buf_init(&text, INGEST_FILE_MAX + 1);
-    if (!seen) {
+    if (!stats->seen_papers && !(stats->seen_papers = json_object())) {
         rc = keel_error_set(err, KEEL_ENOMEM, path, "out of memory");
         goto out;
     }
     if ((rc = keel_file_read(path, INGEST_FILE_MAX, &text, err)))
         goto out;
+    /* The canonical path, so "./papers.json" and "papers.json" give the
+     * same records. */
+    canonical = realpath(path, NULL);
+    source = canonical ? canonical : path;
+    if (text.len >= 3 && !memcmp(text.data, "\xef\xbb\xbf", 3))
+        i = 3;  /* a byte-order mark */
     while (i < text.len && (text.data[i] == ' ' || text.data[i] == '\n' ||
                             text.data[i] == '\r' || text.data[i] == '\t'))
         i++;
-    if (i < text.len && text.data[i] == '[') {
-        /* One JSON array of records. */
-        json_t *array, *record;
+    if (i < text.len && (text.data[i] == '[' || text.data[i] == '{')) {
+        /* One JSON value: an array of records, or {"results": [...]}. */
+        json_t *parsed, *array, *record;
         size_t index;
-        if ((rc = keel_json_parse(text.data, text.len, INGEST_FILE_MAX, path, &array, err)))
+        if (text.data[i] == '{') {
+            /* A single object may still be JSON lines; only an envelope
+             * with a "results" list is read whole. */
+            json_error_t jerr;
+            parsed = json_loadb(text.data + i, text.len - i, 0, &jerr);
+            if (!parsed || !json_is_array(json_object_get(parsed, "results"))) {
+                json_decref(parsed);
+                goto lines;
+            }
+        } else if ((rc = keel_json_parse(text.data + i, text.len - i, INGEST_FILE_MAX, path,
+                                         &parsed, err))) {
             goto out;
+        }
+        array = json_is_array(parsed) ? parsed : json_object_get(parsed, "results");
         progress_start(&bar, out ? out->progress : NULL, "papers", (long)json_array_size(array));
         json_array_foreach(array, index, record) {
-            if ((rc = put_record(store, record, path, (long)index, "record", out, seen, stats, err)))
+            if ((rc = put_record(store, record, path, source, (long)index, "record", out, stats, err)))
                 break;
             progress_step(&bar);
         }
         progress_done(&bar);
-        json_decref(array);
+        json_decref(parsed);
         goto out;
     }
+lines:
     /* JSON lines: one record per line; a bad line is skipped. */
     progress_start(&bar, out ? out->progress : NULL, "papers", count_lines(text.data, text.len));
     for (long line = 1; i < text.len; line++) {
@@ -311,11 +347,11 @@ int ingest_papers_file(struct store *store, const char *path, const struct inges
                            text.data[i + k] == '\t'))
             k++;
         if (k < len) {
-            if (keel_json_parse(text.data + i, len, INGEST_FILE_MAX, "line", &record, &line_err)) {
+            if (keel_json_parse(text.data + i, len, INGEST_FILE_MAX, "", &record, &line_err)) {
                 stats->skipped++;
                 warn(out, path, line, "", &line_err);
             } else {
-                rc = put_record(store, record, path, line, "", out, seen, stats, err);
+                rc = put_record(store, record, path, source, line, "", out, stats, err);
                 json_decref(record);
                 if (rc)
                     break;
@@ -326,7 +362,16 @@ int ingest_papers_file(struct store *store, const char *path, const struct inges
     }
     progress_done(&bar);
 out:
-    json_decref(seen);
+    if (!rc && out && out->warnings &&
+        stats->added + stats->updated + stats->unchanged + stats->skipped == records_before)
+        fprintf(out->warnings, "keel: %s: no paper records found\n", path);
+    free(canonical);  /* from realpath(), not keel's allocator */
     keel_buf_release(&text);
     return rc;
+}
+
+void ingest_stats_release(struct ingest_stats *stats)
+{
+    json_decref(stats->seen_papers);
+    stats->seen_papers = NULL;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "text/utf8.h"
 
 int store_open(const char *location, struct store **out, struct keel_error *err)
 {
@@ -45,8 +46,8 @@ int store_put_paper(struct store *store, const struct store_paper *paper,
 {
     int rc;
 
-    if (!paper->title || !*paper->title)
-        return keel_error_set(err, KEEL_EINVAL, "title", "is required");
+    if (!paper->title || !paper->title[strspn(paper->title, " \t\r\n")])
+        return keel_error_set(err, KEEL_EINVAL, "title", "is required (and not blank)");
     if (paper->year < 0 || paper->year > 9999)
         return keel_error_set(err, KEEL_EINVAL, "year", "must be 0 (unknown) or 1..9999");
     if (paper->authors && !json_is_array(paper->authors))
@@ -171,14 +172,18 @@ void store_paper_id(const struct store_paper *paper, char *out, size_t n)
         for (i = 0; paper->doi[i] && i + 1 < sizeof(doi); i++)
             doi[i] = (char)(paper->doi[i] >= 'A' && paper->doi[i] <= 'Z' ? paper->doi[i] + 32
                                                                          : paper->doi[i]);
-        doi[i] = '\0';
+        doi[utf8_valid_prefix(doi, i)] = '\0';  /* never cut inside a character */
         snprintf(out, n, "doi:%s", doi);
         return;
     }
+    /* No DOI: the normalised title and year, and the URL when there is one
+     * (two "Briefly Noted" columns of 1990 are different papers). */
     len = normalise(paper->title ? paper->title : "", title, sizeof(title));
     for (size_t i = 0; i < len; i++)
         h = (h ^ (unsigned char)title[i]) * 1099511628211ull;
     h = (h ^ (uint64_t)paper->year) * 1099511628211ull;
+    for (const char *u = paper->url ? paper->url : ""; *u; u++)
+        h = (h ^ (unsigned char)*u) * 1099511628211ull;
     snprintf(out, n, "title:%016llx", (unsigned long long)h);
 }
 
@@ -205,6 +210,10 @@ size_t store_query_words(const char *text, char *buf, size_t buf_n,
         }
         if (!len || used >= buf_n)
             break;
+        /* A word cut at 64 bytes must not end inside a character. */
+        used = start + utf8_valid_prefix(buf + start, used - start);
+        if (used == start)
+            continue;
         buf[used++] = '\0';
         words[n_words++] = buf + start;
     }

@@ -34,7 +34,7 @@
 
 /* One paper of the local library. `id` is derived by store_paper_id()
  * when empty: "doi:<lower-case doi>", else "title:<hash of the normalised
- * title and year>". Unknown year is 0. `authors` is a JSON array of
+ * title, the year and the URL>". Unknown year is 0. `authors` is a JSON array of
  * strings (may be NULL). Optional strings may be NULL. */
 struct store_paper {
     char *id;

@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/buf.h"
@@ -318,8 +319,20 @@ static int connect(struct sqlite_store *st, struct keel_error *err)
         return db_fail(st, sqlite_rc, "opening the store", err);
     sqlite3_extended_result_codes(st->db, 1);
     sqlite3_busy_timeout(st->db, 5000);
+    /* Switching a new file to WAL takes a lock the busy timeout does not
+     * always wait for when several processes open it at once: retry for
+     * up to the same 5 s. A file already in WAL mode needs no switch. */
+    for (int attempt = 0;; attempt++) {
+        int rc = sqlite3_exec(st->db, "PRAGMA journal_mode = WAL;", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            break;
+        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
+            return db_fail(st, rc, "opening the store", err);
+        if (attempt == 500)
+            return db_fail(st, rc, "opening the store (another process holds it)", err);
+        usleep(10000);
+    }
     return exec_static(st,
-                       "PRAGMA journal_mode = WAL;"
                        "PRAGMA synchronous = NORMAL;"
                        "PRAGMA foreign_keys = ON;",
                        "opening the store", err);

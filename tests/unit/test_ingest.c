@@ -5,8 +5,10 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/buf.h"
 #include "core/json.h"
 #include "ingest/ingest.h"
+#include "text/utf8.h"
 #include "unit.h"
 
 static json_t *parse(const char *text)
@@ -64,7 +66,7 @@ START_TEST(test_paper_errors_name_the_field)
     const char *cases[][2] = {
         {"{\"abstract\": \"no title\"}", "title"},
         {"{\"title\": 5}", "title"},
-        {"{\"title\": \"T\", \"year\": \"soon\"}", "year"},
+        {"{\"title\": \"T\", \"year\": true}", "year"},  /* "soon" is now an unknown year */
         {"[1]", "record"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -122,6 +124,8 @@ END_TEST
 START_TEST(test_chunk_out_of_memory)
 {
     const char *md = "# A\n\ntext\n\n# B\n\nmore\n";
+    int succeeded = 0;
+
     for (long n = 0; n < 50; n++) {
         struct ingest_chunks chunks;
         int rc;
@@ -131,8 +135,103 @@ START_TEST(test_chunk_out_of_memory)
         ck_assert(rc == KEEL_OK || rc == KEEL_ENOMEM);
         if (rc == KEEL_ENOMEM)
             ck_assert_uint_eq(chunks.n, 0);
+        else
+            succeeded = 1;
         ingest_chunks_release(&chunks);
     }
+    ck_assert(succeeded);  /* the loop reached enough allocations to finish */
+}
+END_TEST
+
+/* A word longer than a chunk is cut between characters, never inside one. */
+START_TEST(test_chunk_cut_keeps_utf8)
+{
+    struct keel_buf md;
+    struct ingest_chunks chunks;
+    size_t total = 0;
+
+    keel_buf_init(&md, 0);
+    ck_assert_int_eq(keel_buf_addc(&md, 'a'), KEEL_OK);
+    for (int i = 0; i < 1000; i++)
+        ck_assert_int_eq(keel_buf_adds(&md, "\xe6\xbc\xa2"), KEEL_OK);  /* 漢 */
+    ck_assert_int_eq(ingest_chunk_markdown(md.data, md.len, &chunks), KEEL_OK);
+    ck_assert_uint_ge(chunks.n, 3);
+    for (size_t i = 0; i < chunks.n; i++) {
+        size_t len = strlen(chunks.items[i].text);
+        ck_assert_uint_le(len, INGEST_CHUNK_TARGET);
+        ck_assert_uint_eq(utf8_valid_prefix(chunks.items[i].text, len), len);
+        total += len;
+    }
+    ck_assert_uint_eq(total, md.len);  /* nothing lost at the cuts */
+    ingest_chunks_release(&chunks);
+    keel_buf_release(&md);
+}
+END_TEST
+
+/* A heading past 256 bytes is cut at a character, not reported as an error. */
+START_TEST(test_chunk_long_heading_is_truncated)
+{
+    struct keel_buf md;
+    struct ingest_chunks chunks;
+    size_t len;
+
+    keel_buf_init(&md, 0);
+    ck_assert_int_eq(keel_buf_adds(&md, "# x"), KEEL_OK);
+    while (md.len < 5000)
+        ck_assert_int_eq(keel_buf_adds(&md, "\xe6\xbc\xa2"), KEEL_OK);
+    ck_assert_int_eq(keel_buf_adds(&md, "\n\nBody.\n\n## Sub\n\nMore.\n"), KEEL_OK);
+    ck_assert_int_eq(ingest_chunk_markdown(md.data, md.len, &chunks), KEEL_OK);
+    ck_assert_uint_eq(chunks.n, 2);
+    len = strlen(chunks.items[0].section);
+    ck_assert_uint_le(len, 256);
+    ck_assert_uint_ge(len, 254);
+    ck_assert_uint_eq(utf8_valid_prefix(chunks.items[0].section, len), len);
+    ck_assert_str_eq(chunks.items[0].text, "Body.");
+    ck_assert_ptr_nonnull(strstr(chunks.items[1].section, " > Sub"));
+    ingest_chunks_release(&chunks);
+    keel_buf_release(&md);
+}
+END_TEST
+
+START_TEST(test_chunk_whitespace_line_is_blank)
+{
+    const char *md = "para one\n   \t\npara two\n \n# Head\n";
+    struct ingest_chunks chunks;
+
+    ck_assert_int_eq(ingest_chunk_markdown(md, strlen(md), &chunks), KEEL_OK);
+    ck_assert_uint_eq(chunks.n, 1);
+    ck_assert_str_eq(chunks.items[0].text, "para one\n\npara two");
+    ingest_chunks_release(&chunks);
+}
+END_TEST
+
+START_TEST(test_chunk_code_fence_has_no_headings)
+{
+    const char *md = "# Setup\n\nRun this:\n\n```sh\n# install\nmake\n\nmake test\n```\n\n"
+                     "~~~\n## not either\n~~~\nDone.\n";
+    struct ingest_chunks chunks;
+
+    ck_assert_int_eq(ingest_chunk_markdown(md, strlen(md), &chunks), KEEL_OK);
+    ck_assert_uint_eq(chunks.n, 1);
+    ck_assert_str_eq(chunks.items[0].section, "Setup");
+    ck_assert_ptr_nonnull(strstr(chunks.items[0].text, "# install\nmake\n\nmake test\n```"));
+    ck_assert_ptr_nonnull(strstr(chunks.items[0].text, "## not either"));
+    ck_assert_ptr_nonnull(strstr(chunks.items[0].text, "Done."));
+    ingest_chunks_release(&chunks);
+}
+END_TEST
+
+START_TEST(test_chunk_heading_closing_hashes)
+{
+    const char *md = "## Using C#\n\none\n\n## Closed ##\n\ntwo\n\n# F#  #\n\nthree\n";
+    struct ingest_chunks chunks;
+
+    ck_assert_int_eq(ingest_chunk_markdown(md, strlen(md), &chunks), KEEL_OK);
+    ck_assert_uint_eq(chunks.n, 3);
+    ck_assert_str_eq(chunks.items[0].section, "Using C#");
+    ck_assert_str_eq(chunks.items[1].section, "Closed");
+    ck_assert_str_eq(chunks.items[2].section, "F#");
+    ingest_chunks_release(&chunks);
 }
 END_TEST
 
@@ -154,6 +253,103 @@ START_TEST(test_html_to_text)
 }
 END_TEST
 
+START_TEST(test_html_text_and_tags)
+{
+    const char *html = "<header>Site</header><h2>Costs</h2><p>a < b and c > d, 1<2.</p>"
+                       "<p>pre<progress>gress</progress>ing <b>bold</b><br>next</p>"
+                       "<table><tr><td>Plan</td><td>Cost</td></tr><tr><th>A</th><th>B</th></tr>"
+                       "</table><!-- a <p> comment --><ul><li>one</li><li>two</li></ul>";
+    char *text, *title;
+    struct ingest_chunks chunks;
+
+    ck_assert_int_eq(ingest_html_to_text(html, strlen(html), &text, &title), KEEL_OK);
+    ck_assert_ptr_null(title);
+    ck_assert_ptr_nonnull(strstr(text, "\n\n## Costs\n\n"));
+    ck_assert_ptr_null(strstr(text, "# Site"));
+    ck_assert_ptr_nonnull(strstr(text, "a < b and c > d, 1<2."));
+    ck_assert_ptr_nonnull(strstr(text, "pregressing bold"));
+    ck_assert_ptr_nonnull(strstr(text, "bold\n\nnext"));
+    ck_assert_ptr_nonnull(strstr(text, "Plan Cost"));
+    ck_assert_ptr_nonnull(strstr(text, "A B"));
+    ck_assert_ptr_null(strstr(text, "comment"));
+    ck_assert_ptr_nonnull(strstr(text, "one\n\n"));
+    ck_assert_int_eq(ingest_chunk_markdown(text, strlen(text), &chunks), KEEL_OK);
+    ck_assert_uint_eq(chunks.n, 2);
+    ck_assert_ptr_null(chunks.items[0].section);
+    ck_assert_str_eq(chunks.items[0].text, "Site");
+    ck_assert_str_eq(chunks.items[1].section, "Costs");
+    ingest_chunks_release(&chunks);
+    keel_free(text);
+}
+END_TEST
+
+START_TEST(test_html_numeric_entities)
+{
+    const char *html = "<p>It&#8217;s &#x27;ok&#X27; &#128512;|&#0;|&#xD800;|&#x110000;|"
+                       "&#99999999999999999999;|&#;|&#x;</p>";
+    char *text, *title;
+
+    ck_assert_int_eq(ingest_html_to_text(html, strlen(html), &text, &title), KEEL_OK);
+    ck_assert_ptr_nonnull(strstr(text, "It\xe2\x80\x99s 'ok' \xf0\x9f\x98\x80|||||&#;|&#x;"));
+    ck_assert_uint_eq(utf8_valid_prefix(text, strlen(text)), strlen(text));
+    keel_free(text);
+}
+END_TEST
+
+START_TEST(test_html_title_is_tidied)
+{
+    struct keel_buf html;
+    char *text, *title;
+    size_t len;
+
+    keel_buf_init(&html, 0);
+    ck_assert_int_eq(keel_buf_adds(&html, "<title>\n  Appeals\t\n and &amp;  reviews  </title>"),
+                     KEEL_OK);
+    ck_assert_int_eq(ingest_html_to_text(html.data, html.len, &text, &title), KEEL_OK);
+    ck_assert_str_eq(title, "Appeals and & reviews");
+    keel_free(text);
+    keel_free(title);
+
+    keel_buf_reset(&html);
+    ck_assert_int_eq(keel_buf_adds(&html, "<title>ab"), KEEL_OK);
+    for (int i = 0; i < 2000; i++)
+        ck_assert_int_eq(keel_buf_adds(&html, "\xe6\xbc\xa2"), KEEL_OK);
+    ck_assert_int_eq(keel_buf_adds(&html, "</title><p>body</p>"), KEEL_OK);
+    ck_assert_int_eq(ingest_html_to_text(html.data, html.len, &text, &title), KEEL_OK);
+    len = strlen(title);
+    ck_assert_uint_le(len, 1024);
+    ck_assert_uint_ge(len, 1021);
+    ck_assert_uint_eq(utf8_valid_prefix(title, len), len);
+    ck_assert_ptr_nonnull(strstr(text, "body"));
+    keel_free(text);
+    keel_free(title);
+    keel_buf_release(&html);
+}
+END_TEST
+
+START_TEST(test_html_out_of_memory)
+{
+    const char *html = "<title> T &amp; U </title><h1>A</h1><p>x &#8217; y</p>";
+    int succeeded = 0;
+
+    for (long n = 0; n < 50; n++) {
+        char *text, *title;
+        int rc;
+        keel_alloc_fail_after(n, 0);
+        rc = ingest_html_to_text(html, strlen(html), &text, &title);
+        keel_alloc_fail_after(-1, 0);
+        ck_assert(rc == KEEL_OK || rc == KEEL_ENOMEM);
+        if (rc == KEEL_OK)
+            succeeded = 1;
+        else
+            ck_assert(!text && !title);
+        keel_free(text);
+        keel_free(title);
+    }
+    ck_assert(succeeded);
+}
+END_TEST
+
 Suite *suite_ingest(void)
 {
     Suite *s = suite_create("ingest");
@@ -168,7 +364,16 @@ Suite *suite_ingest(void)
     tcase_add_test(chunks, test_chunk_sections_and_paragraphs);
     tcase_add_test(chunks, test_chunk_long_text_is_cut_at_spaces);
     tcase_add_test(chunks, test_chunk_out_of_memory);
+    tcase_add_test(chunks, test_chunk_cut_keeps_utf8);
+    tcase_add_test(chunks, test_chunk_long_heading_is_truncated);
+    tcase_add_test(chunks, test_chunk_whitespace_line_is_blank);
+    tcase_add_test(chunks, test_chunk_code_fence_has_no_headings);
+    tcase_add_test(chunks, test_chunk_heading_closing_hashes);
     tcase_add_test(chunks, test_html_to_text);
+    tcase_add_test(chunks, test_html_text_and_tags);
+    tcase_add_test(chunks, test_html_numeric_entities);
+    tcase_add_test(chunks, test_html_title_is_tidied);
+    tcase_add_test(chunks, test_html_out_of_memory);
     suite_add_tcase(s, chunks);
     return s;
 }
