@@ -69,7 +69,7 @@ static int load(const char *name, struct pack **pack, struct policy **policy)
     struct keel_error err;
 
     snprintf(dir, sizeof(dir), "%s/packs", bench_root());
-    if (pack_load(dir, name, pack, &err) || policy_new(*pack, policy, &err)) {
+    if (policy_load(dir, name, pack, policy, &err)) {
         fprintf(stderr, "keel-bench: %s: %s\n", err.field, err.message);
         return 1;
     }

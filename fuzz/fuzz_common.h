@@ -43,7 +43,7 @@ static inline struct policy *fuzz_load_policy(const char *name)
     struct policy *policy = NULL;
     struct keel_error err;
 
-    if (pack_load(fuzz_packs_dir(), name, &pack, &err) || policy_new(pack, &policy, &err)) {
+    if (policy_load(fuzz_packs_dir(), name, &pack, &policy, &err)) {
         fprintf(stderr, "fuzz: cannot load pack %s: %s: %s\n", name, err.field, err.message);
         abort();
     }

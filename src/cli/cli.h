@@ -29,9 +29,5 @@ void cli_report(const struct keel_error *err);
  * KEEL_EPARSE with err naming --now. */
 int cli_now(const char *now_text, int64_t *out, struct keel_error *err);
 
-/* Loads pack `name` from `dir` (NULL: the default) and compiles its
- * policy. On success the caller frees both (policy first). */
-int cli_load_policy(const char *dir, const char *name, struct pack **pack,
-                    struct policy **policy, struct keel_error *err);
 
 #endif

@@ -153,15 +153,14 @@ static void print_years(const struct policy_search *s)
 static void print_human(const struct policy *policy, const struct policy_decision *d)
 {
     const struct pack *pack = policy_pack(policy);
-    json_t *json = policy_decision_json(policy, d);
-    json_t *topic_class = json ? json_object_get(json_object_get(json, "signals"), "topic_class") : NULL;
+    const char *topic_class = policy_topic_class_name(policy, d);
 
     printf("intent:           %s\n", policy_intent_name(d->intent));
     printf("route:            %s (reason: %s, tool_veto: %s)\n", policy_route_name(d->route),
            policy_reason_name(d->reason), d->tool_veto ? "yes" : "no");
     printf("signals:          explicit=%s volatile=%s topic_class=%s\n",
            d->signals.explicit_request ? "yes" : "no", d->signals.is_volatile ? "yes" : "no",
-           json_is_string(topic_class) ? json_string_value(topic_class) : "none");
+           topic_class ? topic_class : "none");
     printf("force_tool:       %s\n", d->force_tool >= 0 ? pack->tools[d->force_tool].name : "none");
     if (d->has_search) {
         printf("search.query:     \"%s\"\n", d->search.query);
@@ -175,7 +174,6 @@ static void print_human(const struct policy *policy, const struct policy_decisio
     printf("reasons:\n");
     for (size_t i = 0; i < d->n_reasons; i++)
         printf("  - %s\n", policy_reason_name((enum policy_reason)d->reasons[i]));
-    json_decref(json);
 }
 
 /* Decides `message` and prints the decision. Returns 0, or 1 when out of
@@ -222,7 +220,7 @@ static int setup(const struct policy_options *o, const char *pack_name, const ch
     int64_t now;
 
     if (cli_now(o->now_text, &now, err) ||
-        (!*pack && cli_load_policy(o->packs_dir, pack_name, pack, policy, err)) ||
+        (!*pack && policy_load(o->packs_dir, pack_name, pack, policy, err)) ||
         policy_context_init(ctx, *policy, role && *role ? role : NULL,
                             o->tools_given ? o->tool_names : NULL, o->n_tools,
                             topic && *topic ? topic : NULL, now, err)) {
@@ -288,7 +286,7 @@ static int shell_command(char *line, struct policy_options *o, char *pack_name,
         struct policy *next_policy = NULL;
         if (!arg || !*arg) {
             fprintf(stderr, "keel: :pack needs a pack name\n");
-        } else if (!cli_load_policy(o->packs_dir, arg, &next_pack, &next_policy, &err)) {
+        } else if (!policy_load(o->packs_dir, arg, &next_pack, &next_policy, &err)) {
             policy_free(*policy);
             pack_free(*pack);
             *pack = next_pack;

@@ -139,15 +139,6 @@ static void join_id(char *out, const char *base, const char *rest)
     memcpy(out + a + 1, rest, b + 1);
 }
 
-static void doc_warning(const struct ingest_output *out, const char *path, const char *what)
-{
-    if (!out || !out->warnings)
-        return;
-    if (out->progress)
-        fputc('\n', out->progress);
-    fprintf(out->warnings, "keel: %s: %s\n", path, what);
-}
-
 /* Ingests one file; a file that yields no text is skipped with a warning. */
 static int ingest_one(struct store *store, const char *root, const char *path,
                       const struct ingest_output *out, struct ingest_stats *stats,
@@ -174,11 +165,7 @@ static int ingest_one(struct store *store, const char *root, const char *path,
     if (rc) {
         rc = KEEL_OK;
         stats->skipped++;
-        {
-            char what[KEEL_ERROR_MESSAGE_MAX + 16];
-            snprintf(what, sizeof(what), "skipped: %s", file_err.message);
-            doc_warning(out, path, what);
-        }
+        ingest_warning(out, "%s: skipped: %s", path, file_err.message);
         goto out;
     }
     /* Text goes into the store, and from there into JSON: repair bytes
@@ -193,7 +180,7 @@ static int ingest_one(struct store *store, const char *root, const char *path,
         }
         keel_buf_release(&text);
         text = repaired;
-        doc_warning(out, path, "bytes that are not UTF-8 were replaced by U+FFFD");
+        ingest_warning(out, "%s: " "bytes that are not UTF-8 were replaced by U+FFFD", path);
     }
     if (text.len >= 3 && !memcmp(text.data, "\xef\xbb\xbf", 3)) {
         memmove(text.data, text.data + 3, text.len - 2);
@@ -217,11 +204,11 @@ static int ingest_one(struct store *store, const char *root, const char *path,
     }
     if (!chunks.n) {
         stats->skipped++;
-        doc_warning(out, path, "skipped: no text");
+        ingest_warning(out, "%s: " "skipped: no text", path);
         goto out;
     }
     if (chunks.truncated)
-        doc_warning(out, path, "only the first 4096 chunks were kept (INGEST_MAX_CHUNKS)");
+        ingest_warning(out, "%s: " "only the first 4096 chunks were kept (INGEST_MAX_CHUNKS)", path);
     items = keel_calloc(chunks.n, sizeof(*items));
     if (!items) {
         rc = keel_error_set(err, KEEL_ENOMEM, path, "out of memory");

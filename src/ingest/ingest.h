@@ -101,6 +101,12 @@ struct ingest_progress {
     long long last_ms;
 };
 
+/* Writes "keel: " and the formatted warning on out->warnings (nothing
+ * when out or out->warnings is NULL), first ending a progress bar's line
+ * so the warning starts on a line of its own. */
+void ingest_warning(const struct ingest_output *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 void progress_start(struct ingest_progress *bar, FILE *stream, const char *label, long total);
 void progress_step(struct ingest_progress *bar);
 void progress_done(struct ingest_progress *bar);

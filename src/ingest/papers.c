@@ -208,16 +208,13 @@ nomem:
 static void warn(const struct ingest_output *out, const char *path, long where,
                  const char *unit, const struct keel_error *err)
 {
-    if (out && out->warnings) {
-        if (out->progress)
-            fputc('\n', out->progress);
-        if (*unit)
-            fprintf(out->warnings, "keel: %s: %s %ld: skipped: %s%s%s\n", path, unit, where,
-                    err->field[0] ? err->field : "", err->field[0] ? ": " : "", err->message);
-        else
-            fprintf(out->warnings, "keel: %s:%ld: skipped: %s%s%s\n", path, where,
-                    err->field[0] ? err->field : "", err->field[0] ? ": " : "", err->message);
-    }
+    const char *sep = err->field[0] ? ": " : "";
+
+    if (*unit)
+        ingest_warning(out, "%s: %s %ld: skipped: %s%s%s", path, unit, where, err->field, sep,
+                       err->message);
+    else
+        ingest_warning(out, "%s:%ld: skipped: %s%s%s", path, where, err->field, sep, err->message);
 }
 
 /* Puts one record; counts it. `seen` holds the ids put by this run: a
@@ -362,9 +359,8 @@ lines:
     }
     progress_done(&bar);
 out:
-    if (!rc && out && out->warnings &&
-        stats->added + stats->updated + stats->unchanged + stats->skipped == records_before)
-        fprintf(out->warnings, "keel: %s: no paper records found\n", path);
+    if (!rc && stats->added + stats->updated + stats->unchanged + stats->skipped == records_before)
+        ingest_warning(out, "%s: no paper records found", path);
     free(canonical);  /* from realpath(), not keel's allocator */
     keel_buf_release(&text);
     return rc;

@@ -1,11 +1,27 @@
 /*
- * progress.c — a one-line progress bar for long ingestion runs on a
- * terminal. It reads the real monotonic clock: pinning keel's clock must
+ * progress.c — what ingestion shows a person: a one-line progress bar for
+ * long runs on a terminal, and warnings that do not run into it. It reads the real monotonic clock: pinning keel's clock must
  * not freeze the bar.
  */
 #include "ingest/ingest.h"
 
+#include <stdarg.h>
 #include <time.h>
+
+void ingest_warning(const struct ingest_output *out, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!out || !out->warnings)
+        return;
+    if (out->progress)
+        fputc('\n', out->progress);
+    fputs("keel: ", out->warnings);
+    va_start(ap, fmt);
+    vfprintf(out->warnings, fmt, ap);
+    va_end(ap);
+    fputc('\n', out->warnings);
+}
 
 static long long monotonic_ms(void)
 {

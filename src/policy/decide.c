@@ -172,9 +172,6 @@ static int is_command(const struct policy *policy, const struct policy_scan *sca
     return 0;
 }
 
-#define BIT_SET(bits, i) ((bits)[(i) / 64] |= (uint64_t)1 << ((i) % 64))
-#define BIT_GET(bits, i) ((bits)[(i) / 64] >> ((i) % 64) & 1)
-
 /* Categories that may stand before a paper noun without making the words
  * before it a topic of their own ("Any recent open access papers on …"),
  * and that may trail a topic as instructions ("… with PDF since 2020"). */
@@ -190,10 +187,8 @@ static const uint64_t trailer_cats =
 /* Nonzero when token i is a filler word, a number or a dash. */
 static int is_minor_token(const struct policy *policy, const struct policy_scan *scan, uint32_t i)
 {
-    const struct lex_token *tok = &scan->lex.tokens[i];
-
     return lex_token_is(&policy->lex, &scan->lex, i, CAT_FILLER) ||
-           (tok->flags & LEX_NUMERIC) || (tok->len == 1 && scan->text[tok->start] == '-');
+           (scan->lex.tokens[i].flags & LEX_NUMERIC) || policy_is_dash(scan, i);
 }
 
 /* Finds the clause that names what to search for: it starts after a

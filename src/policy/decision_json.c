@@ -10,6 +10,14 @@ static json_t *year_or_null(int year)
     return year ? json_integer(year) : json_null();
 }
 
+const char *policy_topic_class_name(const struct policy *policy,
+                                    const struct policy_decision *decision)
+{
+    int c = decision->signals.topic_class;
+
+    return c >= 0 && (size_t)c < policy->n_classes ? policy->class_name[c] : NULL;
+}
+
 json_t *policy_decision_json(const struct policy *policy,
                              const struct policy_decision *d)
 {
@@ -24,7 +32,7 @@ json_t *policy_decision_json(const struct policy *policy,
     bad |= json_object_set_new(signals, "volatile", json_boolean(d->signals.is_volatile));
     bad |= json_object_set_new(signals, "topic_class",
                                d->signals.topic_class >= 0
-                                   ? json_string(policy->class_name[d->signals.topic_class])
+                                   ? json_string(policy_topic_class_name(policy, d))
                                    : json_null());
     for (size_t i = 0; i < d->n_reasons; i++)
         bad |= json_array_append_new(reasons,

@@ -128,6 +128,13 @@ struct policy_decision {
  * table, KEEL_ENOMEM; nothing is returned on failure. */
 int policy_new(const struct pack *pack, struct policy **out, struct keel_error *err);
 
+/* Loads pack `name` from `dir` (NULL: pack_default_dir()) and compiles its
+ * policy: pack_load() then policy_new(). On success the caller frees both,
+ * the policy first; on failure nothing is returned and err says
+ * file:line and what. Logs "pack.loaded" at debug level. */
+int policy_load(const char *dir, const char *name, struct pack **pack, struct policy **policy,
+                struct keel_error *err);
+
 /* Frees a compiled policy. NULL is a no-op. */
 void policy_free(struct policy *policy);
 
@@ -156,6 +163,10 @@ void policy_decide(const struct policy *policy, const struct policy_context *ctx
 const char *policy_intent_name(enum policy_intent intent);
 const char *policy_route_name(enum policy_route route);
 const char *policy_reason_name(enum policy_reason reason);
+
+/* Name of the decision's topic class ("science", "news"), or NULL. */
+const char *policy_topic_class_name(const struct policy *policy,
+                                    const struct policy_decision *decision);
 
 /* Returns the decision as a new JSON object (NULL when out of memory):
  * {intent, route, tool_veto, reason, signals{explicit, volatile,

@@ -88,6 +88,20 @@ struct policy_scan {
 
 #define CAT_BIT(c) ((uint64_t)1 << (c))
 
+#define BIT_SET(bits, i) ((bits)[(i) / 64] |= (uint64_t)1 << ((i) % 64))
+#define BIT_GET(bits, i) ((bits)[(i) / 64] >> ((i) % 64) & 1)
+
+/* Nonzero when token `i` is a free-standing dash: "-", "–" or "—". */
+static inline int policy_is_dash(const struct policy_scan *scan, uint32_t i)
+{
+    const struct lex_token *tok = &scan->lex.tokens[i];
+    const unsigned char *t = (const unsigned char *)scan->text + tok->start;
+
+    if (tok->len == 1)
+        return t[0] == '-';
+    return tok->len == 3 && t[0] == 0xe2 && t[1] == 0x80 && (t[2] == 0x93 || t[2] == 0x94);
+}
+
 /* Nonzero when token `i` is inside the topic clause's own words: phrases
  * there are part of the topic ("papers on open access publishing"). */
 static inline int policy_in_topic(const struct policy_scan *scan, uint32_t i)

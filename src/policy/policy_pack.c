@@ -9,6 +9,7 @@
 
 #include "core/alloc.h"
 #include "core/json.h"
+#include "core/log.h"
 #include "policy/policy_int.h"
 
 static const struct {
@@ -416,6 +417,25 @@ int policy_new(const struct pack *pack, struct policy **out, struct keel_error *
 out:
     policy_free(policy);
     return rc;
+}
+
+int policy_load(const char *dir, const char *name, struct pack **pack, struct policy **policy,
+                struct keel_error *err)
+{
+    int rc = pack_load(dir, name, pack, err);
+
+    if (rc)
+        return rc;
+    rc = policy_new(*pack, policy, err);
+    if (rc) {
+        pack_free(*pack);
+        *pack = NULL;
+        return rc;
+    }
+    keel_log(KEEL_LOG_DEBUG, "pack.loaded",
+             json_pack("{s:s,s:s,s:i,s:i}", "pack", (*pack)->name, "file", (*pack)->origin,
+                       "tools", (int)(*pack)->n_tools, "roles", (int)(*pack)->n_roles));
+    return KEEL_OK;
 }
 
 void policy_free(struct policy *policy)

@@ -167,7 +167,7 @@ static int count_noun_after(const struct policy *policy, const struct policy_sca
     for (uint32_t k = next; k < lex->n_tokens && k <= next + (uint32_t)policy->count_window; k++) {
         if (lex->tokens[k].flags & (LEX_SENTENCE | LEX_BREAK))
             break;
-        if (noun_at[k / 64] >> (k % 64) & 1)
+        if (BIT_GET(noun_at, k))
             return (int)k;
         if (lex->tokens[k].number >= 0)
             break;
@@ -192,7 +192,7 @@ static void apply_count(const struct policy *policy, struct policy_scan *scan,
     for (uint32_t m = 0; m < lex->n_matches; m++) {
         const struct lex_match *match = &lex->matches[m];
         if (match->category == CAT_PAPER_NOUN || match->category == CAT_COUNT_NOUN)
-            noun_at[match->start / 64] |= (uint64_t)1 << (match->start % 64);
+            BIT_SET(noun_at, match->start);
     }
     /* Multi-word number phrases ("a few", "a couple of"). */
     for (uint32_t m = 0; m < lex->n_matches; m++) {
@@ -294,15 +294,8 @@ static int query_add_token(struct policy_search *s, const struct policy_scan *sc
 
 static int is_edge_word(const struct policy *policy, const struct policy_scan *scan, uint32_t i)
 {
-    const struct lex_token *tok = &scan->lex.tokens[i];
-    const unsigned char *t = (const unsigned char *)scan->text + tok->start;
-
-    if (lex_token_is(&policy->lex, &scan->lex, i, CAT_FILLER) ||
-        lex_token_is(&policy->lex, &scan->lex, i, CAT_TOPIC_LEAD))
-        return 1;
-    if (tok->len == 1)
-        return t[0] == '-';
-    return tok->len == 3 && t[0] == 0xe2 && t[1] == 0x80 && (t[2] == 0x93 || t[2] == 0x94);
+    return lex_token_is(&policy->lex, &scan->lex, i, CAT_FILLER) ||
+           lex_token_is(&policy->lex, &scan->lex, i, CAT_TOPIC_LEAD) || policy_is_dash(scan, i);
 }
 
 /* Finds the token span that holds the topic: after the first topic lead

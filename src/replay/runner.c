@@ -82,12 +82,8 @@ static int get_policy(struct replay *replay, const char *name, struct policy **o
         return keel_error_set(err, KEEL_ETOOBIG, "pack", "more than %d packs in one run",
                               REPLAY_MAX_PACKS);
     slot = &replay->packs[replay->n_packs];
-    if (strlen(name) < sizeof(slot->name) &&
-        (rc = pack_load(replay->packs_dir, name, &slot->pack, err)) == KEEL_OK &&
-        (rc = policy_new(slot->pack, &slot->policy, err)) != KEEL_OK) {
-        pack_free(slot->pack);
-        slot->pack = NULL;
-    }
+    if (strlen(name) < sizeof(slot->name))
+        rc = policy_load(replay->packs_dir, name, &slot->pack, &slot->policy, err);
     if (strlen(name) >= sizeof(slot->name))
         return keel_error_set(err, KEEL_EINVAL, "pack", "\"%.64s…\" is not a pack name", name);
     snprintf(slot->name, sizeof(slot->name), "%s", name);
