@@ -35,7 +35,7 @@ ALL_LDFLAGS := $(SANFLAGS) $(LDFLAGS)
 LIBS      := $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC   := $(sort $(wildcard src/core/*.c src/pack/*.c src/text/*.c src/policy/*.c src/replay/*.c \
-                               src/store/*.c src/ingest/*.c))
+                               src/store/*.c src/ingest/*.c src/pipeline/*.c))
 CLI_SRC   := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC  := $(sort $(wildcard tests/unit/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))

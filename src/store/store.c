@@ -130,6 +130,62 @@ int store_counts(struct store *store, struct store_counts *out, struct keel_erro
     return store->ops->counts(store, out, err);
 }
 
+static int check_id(const char *id, struct keel_error *err)
+{
+    if (!id || !*id || strlen(id) > 128)
+        return keel_error_set(err, KEEL_EINVAL, "conversation_id", "must be 1 to 128 bytes");
+    return KEEL_OK;
+}
+
+int store_load_conversation(struct store *store, const char *id, struct store_conversation *out,
+                            struct keel_error *err)
+{
+    int rc = check_id(id, err);
+
+    return rc ? rc : store->ops->load_conversation(store, id, out, err);
+}
+
+int store_save_turn(struct store *store, const struct store_turn_record *rec,
+                    struct keel_error *err)
+{
+    const char *required[] = {rec->pack, rec->correlation_id, rec->user_text,
+                              rec->assistant_text, rec->state_json, rec->deltas_json,
+                              rec->events_json, rec->sources_json, rec->reasons_json,
+                              rec->decision_json};
+    const char *names[] = {"pack", "correlation_id", "user_text", "assistant_text", "state",
+                           "deltas", "events", "sources", "reasons", "decision"};
+    int rc = check_id(rec->conversation_id, err);
+
+    if (rc)
+        return rc;
+    if (rec->seq < 1)
+        return keel_error_set(err, KEEL_EINVAL, "seq", "must be 1 or more");
+    for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+        if (!required[i])
+            return keel_error_set(err, KEEL_EINVAL, names[i], "is required");
+    return store->ops->save_turn(store, rec, err);
+}
+
+int store_metrics(struct store *store, json_t **out, struct keel_error *err)
+{
+    return store->ops->metrics(store, out, err);
+}
+
+int store_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err)
+{
+    int rc = check_id(id, err);
+
+    return rc ? rc : store->ops->list_turns(store, id, out, err);
+}
+
+void store_conversation_release(struct store_conversation *conv)
+{
+    keel_free(conv->id);
+    keel_free(conv->pack);
+    keel_free(conv->state_json);
+    memset(conv, 0, sizeof(*conv));
+}
+
 /* Lower-cased letters and digits of `text`, single spaces between words. */
 static size_t normalise(const char *text, char *out, size_t n)
 {

@@ -24,6 +24,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/error.h"
 
@@ -106,6 +107,54 @@ struct store_counts {
     long chunks;
 };
 
+/* A conversation as stored: its pack, the thread state after its last
+ * turn (JSON text) and how many turns it has. */
+struct store_conversation {
+    char *id;
+    char *pack;
+    char *state_json;
+    int turns;
+    int64_t created_ms;
+    int64_t updated_ms;
+};
+
+/* A quality counter to add to (seed 000 Phase G). */
+struct store_metric {
+    const char *name;
+    long delta;
+};
+
+/* Everything one turn writes, in one transaction. `seq` is the turn's
+ * number in its conversation, from 1; it must be the stored turn count
+ * plus one (seq 1 creates the conversation), else the save is a conflict
+ * (KEEL_EFAIL, field "conversation_id") and nothing is written. JSON
+ * fields are text; `tool` and `arguments_json` may be NULL. */
+struct store_turn_record {
+    const char *conversation_id;
+    const char *pack;
+    int seq;
+    const char *correlation_id;
+    int64_t ts_ms;
+    const char *user_text;
+    const char *assistant_text;
+    int clarification;
+    const char *state_json;      /* the full state after the turn's deltas */
+    const char *deltas_json;
+    const char *events_json;
+    const char *sources_json;
+    /* the decision log */
+    const char *intent;
+    const char *route;
+    const char *tool;
+    const char *arguments_json;
+    const char *stage_from;
+    const char *stage_to;
+    const char *reasons_json;
+    const char *decision_json;
+    const struct store_metric *metrics;
+    size_t n_metrics;
+};
+
 struct store;
 
 struct store_ops {
@@ -121,6 +170,12 @@ struct store_ops {
     int (*search_chunks)(struct store *store, const char *text, int limit,
                          struct chunk_hits *out, struct keel_error *err);
     int (*counts)(struct store *store, struct store_counts *out, struct keel_error *err);
+    int (*load_conversation)(struct store *store, const char *id,
+                             struct store_conversation *out, struct keel_error *err);
+    int (*save_turn)(struct store *store, const struct store_turn_record *rec,
+                     struct keel_error *err);
+    int (*metrics)(struct store *store, json_t **out, struct keel_error *err);
+    int (*list_turns)(struct store *store, const char *id, json_t **out, struct keel_error *err);
 };
 
 /* Every backend's struct starts with this. */
@@ -151,6 +206,29 @@ int store_put_document(struct store *store, const struct store_document *doc,
 int store_search_chunks(struct store *store, const char *text, int limit,
                         struct chunk_hits *out, struct keel_error *err);
 int store_counts(struct store *store, struct store_counts *out, struct keel_error *err);
+
+/* Reads conversation `id`: KEEL_ENOTFOUND (field "conversation_id") when
+ * there is none. On success the caller releases *out. */
+int store_load_conversation(struct store *store, const char *id, struct store_conversation *out,
+                            struct keel_error *err);
+
+/* Writes one whole turn atomically: the conversation row (created at seq
+ * 1, else its state and turn count updated), the turn with its state,
+ * deltas, events and sources, both messages, the decision log and the
+ * metric counters. Either all of it is stored or none of it. */
+int store_save_turn(struct store *store, const struct store_turn_record *rec,
+                    struct keel_error *err);
+
+/* The quality counters as a new JSON object {name: value}. */
+int store_metrics(struct store *store, json_t **out, struct keel_error *err);
+
+/* The turns of conversation `id`, oldest first, as a new JSON array of
+ * {turn, ts, user, assistant, clarification}; KEEL_ENOTFOUND when there
+ * is no such conversation. */
+int store_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err);
+
+/* Frees what a conversation owns. */
+void store_conversation_release(struct store_conversation *conv);
 
 /* Writes the derived id of `paper` (see struct store_paper) into `out` of
  * size `n` (at least 256; a DOI is kept up to 239 bytes). */

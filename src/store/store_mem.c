@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "store/store_mem_int.h"
 
 #define BM25_K1 1.2
 #define BM25_B 0.75
@@ -55,6 +56,7 @@ struct store_mem {
     struct mem_document *docs;
     size_t n_docs, cap_docs;
     size_t n_chunks;    /* over all documents */
+    struct mem_conversations *conv;   /* store_mem_conv.c; NULL until the first turn */
 };
 
 /* The words of one search, from store_query_words(). Repeated words are
@@ -683,7 +685,31 @@ static void mem_close(struct store *store)
         document_release(&mem->docs[i]);
     keel_free(mem->papers);
     keel_free(mem->docs);
+    mem_conv_free(mem->conv);
     keel_free(mem);
+}
+
+static int mem_load_conversation(struct store *store, const char *id,
+                                 struct store_conversation *out, struct keel_error *err)
+{
+    return mem_conv_load(((struct store_mem *)store)->conv, id, out, err);
+}
+
+static int mem_save_turn(struct store *store, const struct store_turn_record *rec,
+                         struct keel_error *err)
+{
+    return mem_conv_save(&((struct store_mem *)store)->conv, rec, err);
+}
+
+static int mem_metrics(struct store *store, json_t **out, struct keel_error *err)
+{
+    return mem_conv_metrics(((struct store_mem *)store)->conv, out, err);
+}
+
+static int mem_list_turns(struct store *store, const char *id, json_t **out,
+                          struct keel_error *err)
+{
+    return mem_conv_list(((struct store_mem *)store)->conv, id, out, err);
 }
 
 static const struct store_ops mem_ops = {
@@ -694,6 +720,10 @@ static const struct store_ops mem_ops = {
     .put_document = mem_put_document,
     .search_chunks = mem_search_chunks,
     .counts = mem_counts,
+    .load_conversation = mem_load_conversation,
+    .save_turn = mem_save_turn,
+    .metrics = mem_metrics,
+    .list_turns = mem_list_turns,
 };
 
 /* Opens an empty in-memory store into *out; close it with store_close(),

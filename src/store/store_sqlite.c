@@ -43,6 +43,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -51,14 +52,6 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "store/store_sqlite_int.h"
-
-struct sqlite_store {
-    struct store base;   /* first: a struct store * is a struct sqlite_store * */
-    sqlite3 *db;
-    char *path;          /* for error messages */
-    sqlite3_stmt *stmt[ST_COUNT];
-    int reset;           /* the connection reported an error: replace it */
-};
 
 /* ---- SQLite on keel's allocator ------------------------------------------ */
 
@@ -129,7 +122,7 @@ static void mem_install(void)
 
 /* Fills `err` from the connection's last error: KEEL_ENOMEM for
  * SQLITE_NOMEM, else KEEL_EIO. Call before anything resets the error. */
-static int db_fail(struct sqlite_store *st, int sqlite_rc, const char *op, struct keel_error *err)
+int sqlite_fail(struct sqlite_store *st, int sqlite_rc, const char *op, struct keel_error *err)
 {
     int code = (sqlite_rc & 0xff) == SQLITE_NOMEM || sqlite_rc == SQLITE_IOERR_NOMEM
                    ? KEEL_ENOMEM
@@ -141,20 +134,20 @@ static int db_fail(struct sqlite_store *st, int sqlite_rc, const char *op, struc
 
 /* Makes a used statement ready for its next use and drops the bindings,
  * which point at the caller's strings (SQLITE_STATIC). */
-static void stmt_done(sqlite3_stmt *stmt)
+void sqlite_stmt_done(sqlite3_stmt *stmt)
 {
     sqlite3_reset(stmt);
     sqlite3_clear_bindings(stmt);
 }
 
 /* Steps a statement that returns no rows, then makes it ready again. */
-static int stmt_exec(struct sqlite_store *st, enum stmt_id id, const char *op,
+int sqlite_stmt_exec(struct sqlite_store *st, enum stmt_id id, const char *op,
                      struct keel_error *err)
 {
     int rc = sqlite3_step(st->stmt[id]);
-    int result = rc == SQLITE_DONE ? KEEL_OK : db_fail(st, rc, op, err);
+    int result = rc == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, rc, op, err);
 
-    stmt_done(st->stmt[id]);
+    sqlite_stmt_done(st->stmt[id]);
     return result;
 }
 
@@ -175,18 +168,18 @@ static int stmt_lookup_text(struct sqlite_store *st, enum stmt_id id, char *out,
             *found = 1;
             snprintf(out, n, "%s", (const char *)text);
         } else {   /* the column is NOT NULL: out of memory */
-            result = db_fail(st, SQLITE_NOMEM, op, err);
+            result = sqlite_fail(st, SQLITE_NOMEM, op, err);
         }
     } else if (rc != SQLITE_DONE) {
-        result = db_fail(st, rc, op, err);
+        result = sqlite_fail(st, rc, op, err);
     }
-    stmt_done(stmt);
+    sqlite_stmt_done(stmt);
     return result;
 }
 
 /* Rolls back the open transaction, if any (SQLite may already have rolled
  * it back after an error such as SQLITE_NOMEM or SQLITE_FULL). */
-static void tx_rollback(struct sqlite_store *st)
+void sqlite_tx_rollback(struct sqlite_store *st)
 {
     if (!sqlite3_get_autocommit(st->db)) {
         sqlite3_step(st->stmt[ST_ROLLBACK]);
@@ -196,14 +189,14 @@ static void tx_rollback(struct sqlite_store *st)
 
 /* BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy
  * timeout), so a put never fails half-way for want of the lock. */
-static int tx_begin(struct sqlite_store *st, const char *op, struct keel_error *err)
+int sqlite_tx_begin(struct sqlite_store *st, const char *op, struct keel_error *err)
 {
-    return stmt_exec(st, ST_BEGIN, op, err);
+    return sqlite_stmt_exec(st, ST_BEGIN, op, err);
 }
 
-static int tx_commit(struct sqlite_store *st, const char *op, struct keel_error *err)
+int sqlite_tx_commit(struct sqlite_store *st, const char *op, struct keel_error *err)
 {
-    return stmt_exec(st, ST_COMMIT, op, err);
+    return sqlite_stmt_exec(st, ST_COMMIT, op, err);
 }
 
 /* ---- connections --------------------------------------------------------- */
@@ -229,7 +222,7 @@ static int run_once(struct sqlite_store *st, const char *sql, int param, const c
             sqlite_rc = SQLITE_OK;
     }
     if (sqlite_rc != SQLITE_OK)
-        rc = db_fail(st, sqlite_rc, op, err);
+        rc = sqlite_fail(st, sqlite_rc, op, err);
     sqlite3_finalize(stmt);
     return rc;
 }
@@ -239,7 +232,7 @@ static int exec_static(struct sqlite_store *st, const char *sql, const char *op,
 {
     int sqlite_rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
 
-    return sqlite_rc == SQLITE_OK ? KEEL_OK : db_fail(st, sqlite_rc, op, err);
+    return sqlite_rc == SQLITE_OK ? KEEL_OK : sqlite_fail(st, sqlite_rc, op, err);
 }
 
 /* Applies migration `m` in its own transaction unless a concurrent opener
@@ -299,7 +292,7 @@ static int prepare_all(struct sqlite_store *st, struct keel_error *err)
         int sqlite_rc = sqlite3_prepare_v3(st->db, sqlite_stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                            &st->stmt[i], NULL);
         if (sqlite_rc != SQLITE_OK)
-            return db_fail(st, sqlite_rc, "preparing statements", err);
+            return sqlite_fail(st, sqlite_rc, "preparing statements", err);
     }
     return KEEL_OK;
 }
@@ -316,7 +309,7 @@ static int connect(struct sqlite_store *st, struct keel_error *err)
     if (!st->db)
         return keel_error_set(err, KEEL_ENOMEM, st->path, "out of memory opening the store");
     if (sqlite_rc != SQLITE_OK)
-        return db_fail(st, sqlite_rc, "opening the store", err);
+        return sqlite_fail(st, sqlite_rc, "opening the store", err);
     sqlite3_extended_result_codes(st->db, 1);
     sqlite3_busy_timeout(st->db, 5000);
     /* Switching a new file to WAL takes a lock the busy timeout does not
@@ -327,14 +320,14 @@ static int connect(struct sqlite_store *st, struct keel_error *err)
         if (rc == SQLITE_OK)
             break;
         if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
-            return db_fail(st, rc, "opening the store", err);
+            return sqlite_fail(st, rc, "opening the store", err);
         if (attempt == 500)
-            return db_fail(st, rc, "opening the store (another process holds it)", err);
+            return sqlite_fail(st, rc, "opening the store (another process holds it)", err);
         usleep(10000);
     }
     return exec_static(st,
-                       "PRAGMA synchronous = NORMAL;"
-                       "PRAGMA foreign_keys = ON;",
+                       sqlite_sync_full() ? "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;"
+                                          : "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
                        "opening the store", err);
 }
 
@@ -369,7 +362,7 @@ static int connection_open(struct sqlite_store *st, struct keel_error *err)
  * is cheap, and a new connection holds no state from the failure. When
  * reconnecting fails the store stays usable: the next operation tries
  * again. */
-static int connection_ready(struct sqlite_store *st, struct keel_error *err)
+int sqlite_connection_ready(struct sqlite_store *st, struct keel_error *err)
 {
     int rc;
 
@@ -539,7 +532,7 @@ static int sqlite_put_paper(struct store *store, const struct store_paper *paper
     enum stmt_id write;
     int rc, sqlite_rc, found;
 
-    if ((rc = connection_ready(st, err)))
+    if ((rc = sqlite_connection_ready(st, err)))
         return rc;
     keel_buf_init(&authors, 0);
     if (!id || !*id) {
@@ -549,12 +542,12 @@ static int sqlite_put_paper(struct store *store, const struct store_paper *paper
     if ((rc = authors_serialise(paper->authors, &authors, err)))
         goto out;
     paper_hash(paper, paper->authors ? authors.data : NULL, hash);
-    if ((rc = tx_begin(st, "put_paper", err)))
+    if ((rc = sqlite_tx_begin(st, "put_paper", err)))
         goto out;
     sqlite_rc = sqlite3_bind_text(st->stmt[ST_PAPER_HASH], 1, id, -1, SQLITE_STATIC);
     if (sqlite_rc != SQLITE_OK) {
-        rc = db_fail(st, sqlite_rc, "put_paper", err);
-        stmt_done(st->stmt[ST_PAPER_HASH]);
+        rc = sqlite_fail(st, sqlite_rc, "put_paper", err);
+        sqlite_stmt_done(st->stmt[ST_PAPER_HASH]);
         goto out;
     }
     if ((rc = stmt_lookup_text(st, ST_PAPER_HASH, stored, sizeof(stored), &found, "put_paper",
@@ -568,26 +561,26 @@ static int sqlite_put_paper(struct store *store, const struct store_paper *paper
         sqlite_rc = bind_paper(st->stmt[write], id, paper, paper->authors ? authors.data : NULL,
                                hash);
         if (sqlite_rc != SQLITE_OK) {
-            rc = db_fail(st, sqlite_rc, "put_paper", err);
-            stmt_done(st->stmt[write]);
+            rc = sqlite_fail(st, sqlite_rc, "put_paper", err);
+            sqlite_stmt_done(st->stmt[write]);
             goto out;
         }
-        if ((rc = stmt_exec(st, write, "put_paper", err)))
+        if ((rc = sqlite_stmt_exec(st, write, "put_paper", err)))
             goto out;
     }
-    if ((rc = tx_commit(st, "put_paper", err)))
+    if ((rc = sqlite_tx_commit(st, "put_paper", err)))
         goto out;
     if (outcome)
         *outcome = result;
 out:
     if (rc)
-        tx_rollback(st);
+        sqlite_tx_rollback(st);
     keel_buf_release(&authors);
     return rc;
 }
 
 /* Copies text column `col` into *out (NULL for SQL NULL). */
-static int column_dup(sqlite3_stmt *stmt, int col, char **out)
+int sqlite_column_dup(sqlite3_stmt *stmt, int col, char **out)
 {
     const unsigned char *text;
 
@@ -613,11 +606,11 @@ static int paper_from_row(struct sqlite_store *st, sqlite3_stmt *stmt, struct st
     memset(paper, 0, sizeof(*paper));
     paper->year = sqlite3_column_int(stmt, 3);
     paper->is_open_access = sqlite3_column_int(stmt, 9) != 0;
-    if (column_dup(stmt, 0, &paper->id) || column_dup(stmt, 1, &paper->title) ||
-        column_dup(stmt, 2, &paper->abstract) || column_dup(stmt, 4, &paper->venue) ||
-        column_dup(stmt, 5, &authors) || column_dup(stmt, 6, &paper->doi) ||
-        column_dup(stmt, 7, &paper->url) || column_dup(stmt, 8, &paper->pdf_url) ||
-        column_dup(stmt, 10, &paper->source)) {
+    if (sqlite_column_dup(stmt, 0, &paper->id) || sqlite_column_dup(stmt, 1, &paper->title) ||
+        sqlite_column_dup(stmt, 2, &paper->abstract) || sqlite_column_dup(stmt, 4, &paper->venue) ||
+        sqlite_column_dup(stmt, 5, &authors) || sqlite_column_dup(stmt, 6, &paper->doi) ||
+        sqlite_column_dup(stmt, 7, &paper->url) || sqlite_column_dup(stmt, 8, &paper->pdf_url) ||
+        sqlite_column_dup(stmt, 10, &paper->source)) {
         rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
         goto out;
     }
@@ -703,7 +696,7 @@ static int run_search(struct sqlite_store *st, const struct search_run *run, con
     size_t n_words, cap = 0;
     int rc, sqlite_rc;
 
-    if ((rc = connection_ready(st, err)))
+    if ((rc = sqlite_connection_ready(st, err)))
         return rc;
     stmt = st->stmt[run->id];
     keel_buf_init(&match, MATCH_MAX);
@@ -717,16 +710,16 @@ static int run_search(struct sqlite_store *st, const struct search_run *run, con
     if (sqlite_rc == SQLITE_OK)
         sqlite_rc = run->bind(stmt, bind_arg);
     if (sqlite_rc != SQLITE_OK) {
-        rc = db_fail(st, sqlite_rc, run->op, err);
+        rc = sqlite_fail(st, sqlite_rc, run->op, err);
         goto out;
     }
     while ((sqlite_rc = sqlite3_step(stmt)) == SQLITE_ROW)
         if ((rc = run->add_row(st, stmt, hits, &cap, limit, err)))
             goto out;
     if (sqlite_rc != SQLITE_DONE)
-        rc = db_fail(st, sqlite_rc, run->op, err);
+        rc = sqlite_fail(st, sqlite_rc, run->op, err);
 out:
-    stmt_done(stmt);
+    sqlite_stmt_done(stmt);
     keel_buf_release(&match);
     return rc;
 }
@@ -794,21 +787,21 @@ static int write_document(struct sqlite_store *st, const struct store_document *
     int rc, sqlite_rc;
 
     if ((sqlite_rc = bind_document(st->stmt[write], doc, hash)) != SQLITE_OK) {
-        rc = db_fail(st, sqlite_rc, "put_document", err);   /* before the reset clears it */
-        stmt_done(st->stmt[write]);
+        rc = sqlite_fail(st, sqlite_rc, "put_document", err);   /* before the reset clears it */
+        sqlite_stmt_done(st->stmt[write]);
         return rc;
     }
-    if ((rc = stmt_exec(st, write, "put_document", err)))
+    if ((rc = sqlite_stmt_exec(st, write, "put_document", err)))
         return rc;
     if (exists) {
         /* The delete trigger takes the old chunks out of the index. */
         sqlite_rc = sqlite3_bind_text(st->stmt[ST_CHUNKS_DELETE], 1, doc->id, -1, SQLITE_STATIC);
         if (sqlite_rc != SQLITE_OK) {
-            rc = db_fail(st, sqlite_rc, "put_document", err);
-            stmt_done(st->stmt[ST_CHUNKS_DELETE]);
+            rc = sqlite_fail(st, sqlite_rc, "put_document", err);
+            sqlite_stmt_done(st->stmt[ST_CHUNKS_DELETE]);
             return rc;
         }
-        if ((rc = stmt_exec(st, ST_CHUNKS_DELETE, "put_document", err)))
+        if ((rc = sqlite_stmt_exec(st, ST_CHUNKS_DELETE, "put_document", err)))
             return rc;
     }
     for (size_t i = 0; i < n_chunks; i++) {
@@ -820,11 +813,11 @@ static int write_document(struct sqlite_store *st, const struct store_document *
         if (sqlite_rc == SQLITE_OK)
             sqlite_rc = sqlite3_bind_text(insert, 4, chunks[i].text, -1, SQLITE_STATIC);
         if (sqlite_rc != SQLITE_OK) {
-            rc = db_fail(st, sqlite_rc, "put_document", err);
-            stmt_done(insert);
+            rc = sqlite_fail(st, sqlite_rc, "put_document", err);
+            sqlite_stmt_done(insert);
             return rc;
         }
-        if ((rc = stmt_exec(st, ST_CHUNK_INSERT, "put_document", err)))
+        if ((rc = sqlite_stmt_exec(st, ST_CHUNK_INSERT, "put_document", err)))
             return rc;
     }
     return KEEL_OK;
@@ -841,15 +834,15 @@ static int sqlite_put_document(struct store *store, const struct store_document 
 
     if (n_chunks > INT_MAX)
         return keel_error_set(err, KEEL_ETOOBIG, "chunks", "more than %d chunks", INT_MAX);
-    if ((rc = connection_ready(st, err)))
+    if ((rc = sqlite_connection_ready(st, err)))
         return rc;
     document_hash(doc, chunks, n_chunks, hash);
-    if ((rc = tx_begin(st, "put_document", err)))
+    if ((rc = sqlite_tx_begin(st, "put_document", err)))
         goto out;
     sqlite_rc = sqlite3_bind_text(st->stmt[ST_DOC_HASH], 1, doc->id, -1, SQLITE_STATIC);
     if (sqlite_rc != SQLITE_OK) {
-        rc = db_fail(st, sqlite_rc, "put_document", err);
-        stmt_done(st->stmt[ST_DOC_HASH]);
+        rc = sqlite_fail(st, sqlite_rc, "put_document", err);
+        sqlite_stmt_done(st->stmt[ST_DOC_HASH]);
         goto out;
     }
     if ((rc = stmt_lookup_text(st, ST_DOC_HASH, stored, sizeof(stored), &found, "put_document",
@@ -860,13 +853,13 @@ static int sqlite_put_document(struct store *store, const struct store_document 
         if ((rc = write_document(st, doc, chunks, n_chunks, found, hash, err)))
             goto out;
     }
-    if ((rc = tx_commit(st, "put_document", err)))
+    if ((rc = sqlite_tx_commit(st, "put_document", err)))
         goto out;
     if (outcome)
         *outcome = result;
 out:
     if (rc)
-        tx_rollback(st);
+        sqlite_tx_rollback(st);
     return rc;
 }
 
@@ -876,9 +869,9 @@ static int chunk_from_row(sqlite3_stmt *stmt, struct chunk_hit *hit)
     memset(hit, 0, sizeof(*hit));
     hit->ordinal = sqlite3_column_int(stmt, 5);
     hit->score = sqlite3_column_double(stmt, 6);
-    if (column_dup(stmt, 0, &hit->document_id) || column_dup(stmt, 1, &hit->title) ||
-        column_dup(stmt, 2, &hit->source) || column_dup(stmt, 3, &hit->section) ||
-        column_dup(stmt, 4, &hit->text)) {
+    if (sqlite_column_dup(stmt, 0, &hit->document_id) || sqlite_column_dup(stmt, 1, &hit->title) ||
+        sqlite_column_dup(stmt, 2, &hit->source) || sqlite_column_dup(stmt, 3, &hit->section) ||
+        sqlite_column_dup(stmt, 4, &hit->text)) {
         keel_free(hit->document_id);
         keel_free(hit->title);
         keel_free(hit->source);
@@ -936,7 +929,7 @@ static int sqlite_counts(struct store *store, struct store_counts *out, struct k
     sqlite3_stmt *stmt;
     int rc, sqlite_rc;
 
-    if ((rc = connection_ready(st, err)))
+    if ((rc = sqlite_connection_ready(st, err)))
         return rc;
     stmt = st->stmt[ST_COUNTS];
     sqlite_rc = sqlite3_step(stmt);
@@ -945,9 +938,9 @@ static int sqlite_counts(struct store *store, struct store_counts *out, struct k
         out->documents = (long)sqlite3_column_int64(stmt, 1);
         out->chunks = (long)sqlite3_column_int64(stmt, 2);
     } else {
-        rc = db_fail(st, sqlite_rc, "counts", err);
+        rc = sqlite_fail(st, sqlite_rc, "counts", err);
     }
-    stmt_done(stmt);
+    sqlite_stmt_done(stmt);
     return rc;
 }
 
@@ -970,6 +963,10 @@ static const struct store_ops sqlite_ops = {
     .put_document = sqlite_put_document,
     .search_chunks = sqlite_search_chunks,
     .counts = sqlite_counts,
+    .load_conversation = sqlite_load_conversation,
+    .save_turn = sqlite_save_turn,
+    .metrics = sqlite_metrics,
+    .list_turns = sqlite_list_turns,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.
@@ -1003,4 +1000,11 @@ out:
     if (st)
         sqlite_close(&st->base);
     return rc;
+}
+
+int sqlite_sync_full(void)
+{
+    const char *sync = getenv("KEEL_DB_SYNC");
+
+    return sync && !strcmp(sync, "full");
 }

@@ -5,7 +5,11 @@
 #ifndef KEEL_STORE_SQLITE_INT_H
 #define KEEL_STORE_SQLITE_INT_H
 
+#include <sqlite3.h>
 #include <stddef.h>
+
+#include "core/error.h"
+#include "store/store.h"
 
 struct migration {
     int version;
@@ -32,10 +36,66 @@ enum stmt_id {
     ST_CHUNK_INSERT,
     ST_CHUNK_SEARCH,
     ST_COUNTS,
+    ST_CONV_GET,
+    ST_CONV_INSERT,
+    ST_CONV_UPDATE,
+    ST_TURN_INSERT,
+    ST_MESSAGE_INSERT,
+    ST_DECISION_INSERT,
+    ST_METRIC_ADD,
+    ST_METRICS,
+    ST_TURNS_LIST,
     ST_COUNT
 };
 
 /* The SQL of each statement, prepared once per connection. */
 extern const char *const sqlite_stmt_sql[ST_COUNT];
+
+struct sqlite_store {
+    struct store base;   /* first: a struct store * is a struct sqlite_store * */
+    sqlite3 *db;
+    char *path;          /* for error messages */
+    sqlite3_stmt *stmt[ST_COUNT];
+    int reset;           /* the connection reported an error: replace it */
+};
+
+/* Helpers of store_sqlite.c shared with store_sqlite_conv.c. */
+
+/* Fills `err` from the connection's last error (KEEL_ENOMEM or KEEL_EIO)
+ * and marks the connection for replacement. Returns the code. */
+int sqlite_fail(struct sqlite_store *st, int sqlite_rc, const char *op, struct keel_error *err);
+
+/* Resets a used statement and drops its bindings. */
+void sqlite_stmt_done(sqlite3_stmt *stmt);
+
+/* Steps a statement that returns no rows, then resets it. */
+int sqlite_stmt_exec(struct sqlite_store *st, enum stmt_id id, const char *op,
+                     struct keel_error *err);
+
+/* BEGIN IMMEDIATE / COMMIT / ROLLBACK (the latter only when a transaction
+ * is open). */
+int sqlite_tx_begin(struct sqlite_store *st, const char *op, struct keel_error *err);
+int sqlite_tx_commit(struct sqlite_store *st, const char *op, struct keel_error *err);
+void sqlite_tx_rollback(struct sqlite_store *st);
+
+/* Copies column `col` of the current row (NULL stays NULL). Returns
+ * KEEL_ENOMEM on failure. */
+int sqlite_column_dup(sqlite3_stmt *stmt, int col, char **out);
+
+/* Replaces a connection that reported an error; called first by every
+ * operation. */
+int sqlite_connection_ready(struct sqlite_store *st, struct keel_error *err);
+
+/* Nonzero when KEEL_DB_SYNC=full asks for synchronous=FULL (survives
+ * power loss) instead of NORMAL (survives a process crash). */
+int sqlite_sync_full(void);
+
+/* The conversation operations of the port (store_sqlite_conv.c). */
+int sqlite_load_conversation(struct store *store, const char *id, struct store_conversation *out,
+                             struct keel_error *err);
+int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
+                     struct keel_error *err);
+int sqlite_metrics(struct store *store, json_t **out, struct keel_error *err);
+int sqlite_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err);
 
 #endif

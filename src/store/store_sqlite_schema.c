@@ -72,6 +72,53 @@ const struct migration sqlite_migrations[] = {
     {2,
      "CREATE INDEX papers_rank ON papers(seq, year, is_open_access, id);"
      "CREATE INDEX chunks_rank ON chunks(seq, document_id, ordinal);"},
+    /* 3: conversations and their turns. A turn's rows (turn, two messages,
+     * decision) and the conversation's state are written in one
+     * transaction; events, deltas and sources are JSON arrays on the turn
+     * row, so a turn is one row plus three, however many events it has. */
+    {3,
+     "CREATE TABLE conversations ("
+     " id TEXT PRIMARY KEY,"
+     " pack TEXT NOT NULL,"
+     " state TEXT NOT NULL,"
+     " turns INTEGER NOT NULL,"
+     " created_at INTEGER NOT NULL,"
+     " updated_at INTEGER NOT NULL) WITHOUT ROWID;"
+     "CREATE TABLE turns ("
+     " conversation_id TEXT NOT NULL REFERENCES conversations(id),"
+     " seq INTEGER NOT NULL,"
+     " correlation_id TEXT NOT NULL,"
+     " created_at INTEGER NOT NULL,"
+     " clarification INTEGER NOT NULL,"
+     " state_after TEXT NOT NULL,"
+     " deltas TEXT NOT NULL,"
+     " events TEXT NOT NULL,"
+     " sources TEXT NOT NULL,"
+     " PRIMARY KEY (conversation_id, seq)) WITHOUT ROWID;"
+     "CREATE TABLE messages ("
+     " conversation_id TEXT NOT NULL,"
+     " turn_seq INTEGER NOT NULL,"
+     " role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),"
+     " text TEXT NOT NULL,"
+     " created_at INTEGER NOT NULL,"
+     " PRIMARY KEY (conversation_id, turn_seq, role),"
+     " FOREIGN KEY (conversation_id, turn_seq) REFERENCES turns(conversation_id, seq))"
+     " WITHOUT ROWID;"
+     "CREATE TABLE decisions ("
+     " conversation_id TEXT NOT NULL,"
+     " turn_seq INTEGER NOT NULL,"
+     " intent TEXT,"
+     " route TEXT,"
+     " tool TEXT,"
+     " arguments TEXT,"
+     " stage_from TEXT,"
+     " stage_to TEXT,"
+     " reasons TEXT NOT NULL,"
+     " decision TEXT NOT NULL,"
+     " PRIMARY KEY (conversation_id, turn_seq),"
+     " FOREIGN KEY (conversation_id, turn_seq) REFERENCES turns(conversation_id, seq))"
+     " WITHOUT ROWID;"
+     "CREATE TABLE metrics (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"},
 };
 
 const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0]);
@@ -135,4 +182,29 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
         " ORDER BY top.score DESC, top.document_id ASC, top.ordinal ASC",
     [ST_COUNTS] = "SELECT (SELECT count(*) FROM papers), (SELECT count(*) FROM documents),"
                   " (SELECT count(*) FROM chunks)",
+    [ST_CONV_GET] = "SELECT pack, state, turns, created_at, updated_at FROM conversations"
+                    " WHERE id = ?1",
+    [ST_CONV_INSERT] = "INSERT INTO conversations (id, pack, state, turns, created_at, updated_at)"
+                       " VALUES (?1, ?2, ?3, 1, ?4, ?4)",
+    /* Guarded by the turn count: a turn saved from a stale read changes
+     * no row, and the save reports a conflict. */
+    [ST_CONV_UPDATE] = "UPDATE conversations SET state = ?2, turns = ?3, updated_at = ?4"
+                       " WHERE id = ?1 AND turns = ?3 - 1 AND pack = ?5",
+    [ST_TURN_INSERT] = "INSERT INTO turns (conversation_id, seq, correlation_id, created_at,"
+                       " clarification, state_after, deltas, events, sources)"
+                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [ST_MESSAGE_INSERT] = "INSERT INTO messages (conversation_id, turn_seq, role, text, created_at)"
+                          " VALUES (?1, ?2, ?3, ?4, ?5)",
+    [ST_DECISION_INSERT] = "INSERT INTO decisions (conversation_id, turn_seq, intent, route, tool,"
+                           " arguments, stage_from, stage_to, reasons, decision)"
+                           " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [ST_METRIC_ADD] = "INSERT INTO metrics (name, value) VALUES (?1, ?2)"
+                      " ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+    [ST_METRICS] = "SELECT name, value FROM metrics ORDER BY name",
+    [ST_TURNS_LIST] = "SELECT t.seq, t.created_at, t.clarification, u.text, a.text FROM turns AS t"
+                      " JOIN messages AS u ON u.conversation_id = t.conversation_id"
+                      "  AND u.turn_seq = t.seq AND u.role = 'user'"
+                      " JOIN messages AS a ON a.conversation_id = t.conversation_id"
+                      "  AND a.turn_seq = t.seq AND a.role = 'assistant'"
+                      " WHERE t.conversation_id = ?1 ORDER BY t.seq",
 };

@@ -1,0 +1,88 @@
+/*
+ * pipeline.h — the turn pipeline: one user message in, one reply out.
+ *
+ *   load → classify → decide → plan → clarify → resolve → compose →
+ *   artifact → remember → publish
+ *
+ * Each stage is a file of src/pipeline/ (stage_*.c) working on one turn
+ * context (turn.h). A stage may end the turn early (clarify); publish
+ * then still runs and writes the whole turn — both messages, the state
+ * after its deltas, every event and the decision log — in ONE store
+ * transaction, so a turn is either fully stored or not at all.
+ *
+ * A pipeline serves one pack over one store. It is not shared between
+ * threads at the same time (the store connection is not).
+ */
+#ifndef KEEL_PIPELINE_PIPELINE_H
+#define KEEL_PIPELINE_PIPELINE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "store/store.h"
+
+#define PIPELINE_MESSAGE_MAX 8192   /* bytes of a user message */
+
+/* A web search used by rag when the corpus is not confident enough
+ * (seed 002's fallback). None is configured by default. `search` returns
+ * a JSON array of {title, url, snippet} in *out. */
+struct web_fallback {
+    const char *name;
+    int (*search)(void *ctx, const char *query, int limit, json_t **out, struct keel_error *err);
+    void *ctx;
+};
+
+/* Called for every event as it is emitted (before publish), e.g. to show
+ * progress. The event is borrowed. */
+typedef void (*pipeline_event_fn)(void *ctx, const json_t *event);
+
+struct pipeline_options {
+    const char *packs_dir;             /* NULL: pack_default_dir() */
+    const char *pack;                  /* pack name, required */
+    struct store *store;               /* required; borrowed */
+    const struct web_fallback *web;    /* NULL: none */
+};
+
+struct turn_request {
+    const char *conversation_id;       /* NULL or "": a new conversation */
+    const char *message;               /* valid UTF-8, 1..PIPELINE_MESSAGE_MAX bytes */
+    size_t message_len;
+    const char *role;                  /* NULL: the pack's default role */
+    int64_t now_ms;                    /* 0: keel_clock_now() */
+    pipeline_event_fn on_event;        /* may be NULL */
+    void *event_ctx;
+};
+
+struct pipeline;
+
+/* Loads the pack (policy and pipeline sections) and binds the store.
+ * Errors name the pack file and line; nothing is returned on failure. */
+int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
+                 struct keel_error *err);
+
+/* Frees a pipeline (not its store). NULL is a no-op. */
+void pipeline_free(struct pipeline *pl);
+
+/* The pack's name. */
+const char *pipeline_pack_name(const struct pipeline *pl);
+
+/* Ingests the pack's sample data (pipeline.sample) into the store when
+ * the store has no papers (for `papers`) or no documents (for `corpus`).
+ * Returns KEEL_OK with *ingested set to the records added (0 when the
+ * store had data or the pack has no sample). */
+int pipeline_ingest_sample(struct pipeline *pl, long *ingested, struct keel_error *err);
+
+/* Runs one turn. On success *result is a new JSON object:
+ *   {conversation_id, turn, correlation_id, answer, sources[], decision,
+ *    stage, clarification (text or null), tools_called[], tool_args{},
+ *    state, events[], deltas[]}
+ * and the turn is stored. Bad input (empty, too long or invalid UTF-8
+ * message, unknown role, unknown conversation id or one of another pack)
+ * is KEEL_EINVAL / KEEL_ENOTFOUND naming the field, and changes nothing.
+ * A store failure is returned as is and nothing of the turn is stored. */
+int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **result,
+                  struct keel_error *err);
+
+#endif

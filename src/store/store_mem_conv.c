@@ -1,0 +1,185 @@
+/*
+ * store_mem_conv.c — conversations in the in-memory backend. Each
+ * conversation is a JSON object {pack, state, turns, created, updated,
+ * list: [turn…]}. A save builds the new conversation object and the new
+ * counters completely before swapping them in, so a failure (out of
+ * memory, a conflict) leaves everything as it was: the same
+ * all-or-nothing rule as the SQLite transaction.
+ */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "store/store_mem_int.h"
+
+struct mem_conversations {
+    json_t *by_id;     /* id -> conversation */
+    json_t *metrics;   /* name -> integer */
+};
+
+void mem_conv_free(struct mem_conversations *conv)
+{
+    if (!conv)
+        return;
+    json_decref(conv->by_id);
+    json_decref(conv->metrics);
+    keel_free(conv);
+}
+
+static int not_found(const char *id, struct keel_error *err)
+{
+    return keel_error_set(err, KEEL_ENOTFOUND, "conversation_id", "no conversation \"%s\"", id);
+}
+
+int mem_conv_load(const struct mem_conversations *conv, const char *id,
+                  struct store_conversation *out, struct keel_error *err)
+{
+    json_t *c = conv ? json_object_get(conv->by_id, id) : NULL;
+
+    memset(out, 0, sizeof(*out));
+    if (!c)
+        return not_found(id, err);
+    out->turns = (int)json_integer_value(json_object_get(c, "turns"));
+    out->created_ms = json_integer_value(json_object_get(c, "created"));
+    out->updated_ms = json_integer_value(json_object_get(c, "updated"));
+    if (!(out->id = keel_strdup(id)) ||
+        !(out->pack = keel_strdup(json_string_value(json_object_get(c, "pack")))) ||
+        !(out->state_json = keel_strdup(json_string_value(json_object_get(c, "state"))))) {
+        store_conversation_release(out);
+        return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
+    }
+    return KEEL_OK;
+}
+
+static json_t *turn_json(const struct store_turn_record *rec)
+{
+    return json_pack("{s:i,s:I,s:s,s:s,s:s,s:b,s:s,s:s,s:s,s:s,s:s?,s:s?,s:s?,s:s?,s:s?,s:s?,"
+                     "s:s,s:s}",
+                     "turn", rec->seq, "ts", (json_int_t)rec->ts_ms, "correlation_id",
+                     rec->correlation_id, "user", rec->user_text, "assistant",
+                     rec->assistant_text, "clarification", rec->clarification != 0, "state",
+                     rec->state_json, "deltas", rec->deltas_json, "events", rec->events_json,
+                     "sources", rec->sources_json, "intent", rec->intent, "route", rec->route,
+                     "tool", rec->tool, "arguments", rec->arguments_json, "stage_from",
+                     rec->stage_from, "stage_to", rec->stage_to, "reasons", rec->reasons_json,
+                     "decision", rec->decision_json);
+}
+
+/* Builds the conversation as it is after `rec`, or fails leaving all as
+ * it was. */
+static int next_conversation(const struct mem_conversations *conv,
+                             const struct store_turn_record *rec, json_t **out,
+                             struct keel_error *err)
+{
+    json_t *old = json_object_get(conv->by_id, rec->conversation_id), *c, *turn;
+
+    if (rec->seq == 1 && old)
+        return keel_error_set(err, KEEL_EFAIL, "conversation_id",
+                              "conversation \"%s\" already exists", rec->conversation_id);
+    if (rec->seq != 1 &&
+        (!old || json_integer_value(json_object_get(old, "turns")) != rec->seq - 1 ||
+         strcmp(json_string_value(json_object_get(old, "pack")), rec->pack)))
+        return keel_error_set(err, KEEL_EFAIL, "conversation_id",
+                              "conversation \"%s\" changed since it was read (turn %d of %s)",
+                              rec->conversation_id, rec->seq, rec->pack);
+    c = old ? json_copy(old) : json_pack("{s:s,s:I,s:[]}", "pack", rec->pack, "created",
+                                         (json_int_t)rec->ts_ms, "list");
+    if (c) {   /* a shallow copy: the list is new, its turns shared */
+        json_t *list = json_copy(json_object_get(c, "list"));
+        turn = turn_json(rec);
+        if (!list || !turn || json_array_append_new(list, turn) ||
+            json_object_set_new(c, "list", list) ||
+            json_object_set_new(c, "state", json_string(rec->state_json)) ||
+            json_object_set_new(c, "turns", json_integer(rec->seq)) ||
+            json_object_set_new(c, "updated", json_integer(rec->ts_ms))) {
+            json_decref(c);
+            c = NULL;
+        }
+    }
+    if (!c)
+        return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
+    *out = c;
+    return KEEL_OK;
+}
+
+static int next_metrics(const struct mem_conversations *conv,
+                        const struct store_turn_record *rec, json_t **out,
+                        struct keel_error *err)
+{
+    json_t *m = json_copy(conv->metrics);
+
+    for (size_t i = 0; m && i < rec->n_metrics; i++) {
+        json_t *v = json_object_get(m, rec->metrics[i].name);
+        if (json_object_set_new(m, rec->metrics[i].name,
+                                json_integer(json_integer_value(v) + rec->metrics[i].delta))) {
+            json_decref(m);
+            m = NULL;
+        }
+    }
+    if (!m)
+        return keel_error_set(err, KEEL_ENOMEM, "metrics", "out of memory");
+    *out = m;
+    return KEEL_OK;
+}
+
+int mem_conv_save(struct mem_conversations **convp, const struct store_turn_record *rec,
+                  struct keel_error *err)
+{
+    struct mem_conversations *conv = *convp;
+    json_t *c = NULL, *m = NULL;
+    int rc;
+
+    if (!conv) {
+        conv = keel_calloc(1, sizeof(*conv));
+        if (!conv || !(conv->by_id = json_object()) || !(conv->metrics = json_object())) {
+            mem_conv_free(conv);
+            return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
+        }
+        *convp = conv;
+    }
+    if ((rc = next_conversation(conv, rec, &c, err)) || (rc = next_metrics(conv, rec, &m, err))) {
+        json_decref(c);
+        return rc;
+    }
+    /* Reserve the key first so the swap below cannot fail half-way. */
+    if (!json_object_get(conv->by_id, rec->conversation_id) &&
+        json_object_set_new(conv->by_id, rec->conversation_id, json_null())) {
+        json_decref(c);
+        json_decref(m);
+        return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
+    }
+    json_object_set_new(conv->by_id, rec->conversation_id, c);   /* replaces: cannot fail */
+    json_decref(conv->metrics);
+    conv->metrics = m;
+    return KEEL_OK;
+}
+
+int mem_conv_metrics(const struct mem_conversations *conv, json_t **out, struct keel_error *err)
+{
+    *out = conv ? json_deep_copy(conv->metrics) : json_object();
+    return *out ? KEEL_OK : keel_error_set(err, KEEL_ENOMEM, "metrics", "out of memory");
+}
+
+int mem_conv_list(const struct mem_conversations *conv, const char *id, json_t **out,
+                  struct keel_error *err)
+{
+    json_t *c = conv ? json_object_get(conv->by_id, id) : NULL, *list, *turn;
+    size_t i;
+
+    if (!c)
+        return not_found(id, err);
+    if (!(list = json_array()))
+        return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
+    json_array_foreach(json_object_get(c, "list"), i, turn) {
+        json_t *t = json_pack("{s:O,s:O,s:O,s:O,s:O}", "turn", json_object_get(turn, "turn"),
+                              "ts", json_object_get(turn, "ts"), "user",
+                              json_object_get(turn, "user"), "assistant",
+                              json_object_get(turn, "assistant"), "clarification",
+                              json_object_get(turn, "clarification"));
+        if (!t || json_array_append_new(list, t)) {
+            json_decref(list);
+            return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
+        }
+    }
+    *out = list;
+    return KEEL_OK;
+}

@@ -1,0 +1,25 @@
+/*
+ * store_mem_int.h — the in-memory backend's conversations
+ * (store_mem_conv.c), used by store_mem.c's ops.
+ */
+#ifndef KEEL_STORE_MEM_INT_H
+#define KEEL_STORE_MEM_INT_H
+
+#include "store/store.h"
+
+struct mem_conversations;
+
+/* Frees every conversation; NULL is a no-op. */
+void mem_conv_free(struct mem_conversations *conv);
+
+/* The port's conversation operations (see store.h). `conv` may be NULL
+ * (no turn saved yet); mem_conv_save creates it. */
+int mem_conv_load(const struct mem_conversations *conv, const char *id,
+                  struct store_conversation *out, struct keel_error *err);
+int mem_conv_save(struct mem_conversations **conv, const struct store_turn_record *rec,
+                  struct keel_error *err);
+int mem_conv_metrics(const struct mem_conversations *conv, json_t **out, struct keel_error *err);
+int mem_conv_list(const struct mem_conversations *conv, const char *id, json_t **out,
+                  struct keel_error *err);
+
+#endif

@@ -1,0 +1,221 @@
+/*
+ * store_sqlite_conv.c — conversations, turns, the decision log and the
+ * quality counters in the SQLite backend (see store.h).
+ *
+ * save_turn is the pipeline's publish: one BEGIN IMMEDIATE … COMMIT
+ * around the conversation row, the turn row, both messages, the decision
+ * and the counters. Any failure rolls the whole transaction back, so a
+ * reader (or a process started after a kill -9) sees a turn fully or not
+ * at all. The conversation row is only updated when its turn count is
+ * the one the turn was computed from; a stale writer changes nothing and
+ * gets a conflict.
+ */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "store/store_sqlite_int.h"
+
+#define BIND_TEXT(stmt, i, s) sqlite3_bind_text((stmt), (i), (s), -1, SQLITE_STATIC)
+
+int sqlite_load_conversation(struct store *store, const char *id, struct store_conversation *out,
+                             struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    sqlite3_stmt *stmt;
+    int rc, step;
+
+    memset(out, 0, sizeof(*out));
+    if ((rc = sqlite_connection_ready(st, err)))
+        return rc;
+    stmt = st->stmt[ST_CONV_GET];
+    BIND_TEXT(stmt, 1, id);
+    step = sqlite3_step(stmt);
+    if (step == SQLITE_DONE) {
+        rc = keel_error_set(err, KEEL_ENOTFOUND, "conversation_id",
+                            "no conversation \"%s\"", id);
+    } else if (step != SQLITE_ROW) {
+        rc = sqlite_fail(st, step, "reading a conversation", err);
+    } else {
+        out->turns = sqlite3_column_int(stmt, 2);
+        out->created_ms = sqlite3_column_int64(stmt, 3);
+        out->updated_ms = sqlite3_column_int64(stmt, 4);
+        if (!(out->id = keel_strdup(id)) || sqlite_column_dup(stmt, 0, &out->pack) ||
+            sqlite_column_dup(stmt, 1, &out->state_json)) {
+            store_conversation_release(out);
+            rc = keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
+        }
+    }
+    sqlite_stmt_done(stmt);
+    return rc;
+}
+
+static int step_done(struct sqlite_store *st, enum stmt_id id, const char *op,
+                     struct keel_error *err)
+{
+    return sqlite_stmt_exec(st, id, op, err);
+}
+
+static int write_conversation(struct sqlite_store *st, const struct store_turn_record *rec,
+                              struct keel_error *err)
+{
+    sqlite3_stmt *stmt;
+    int rc;
+
+    if (rec->seq == 1) {
+        stmt = st->stmt[ST_CONV_INSERT];
+        BIND_TEXT(stmt, 1, rec->conversation_id);
+        BIND_TEXT(stmt, 2, rec->pack);
+        BIND_TEXT(stmt, 3, rec->state_json);
+        sqlite3_bind_int64(stmt, 4, rec->ts_ms);
+        rc = sqlite3_step(stmt);
+        sqlite_stmt_done(stmt);
+        if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)
+            return keel_error_set(err, KEEL_EFAIL, "conversation_id",
+                                  "conversation \"%s\" already exists", rec->conversation_id);
+        return rc == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, rc, "saving a conversation", err);
+    }
+    stmt = st->stmt[ST_CONV_UPDATE];
+    BIND_TEXT(stmt, 1, rec->conversation_id);
+    BIND_TEXT(stmt, 2, rec->state_json);
+    sqlite3_bind_int(stmt, 3, rec->seq);
+    sqlite3_bind_int64(stmt, 4, rec->ts_ms);
+    BIND_TEXT(stmt, 5, rec->pack);
+    if ((rc = sqlite_stmt_exec(st, ST_CONV_UPDATE, "saving a conversation", err)))
+        return rc;
+    if (sqlite3_changes(st->db) != 1)
+        return keel_error_set(err, KEEL_EFAIL, "conversation_id",
+                              "conversation \"%s\" changed since it was read (turn %d of %s)",
+                              rec->conversation_id, rec->seq, rec->pack);
+    return KEEL_OK;
+}
+
+static int write_turn(struct sqlite_store *st, const struct store_turn_record *rec,
+                      struct keel_error *err)
+{
+    sqlite3_stmt *stmt = st->stmt[ST_TURN_INSERT];
+    int rc;
+
+    BIND_TEXT(stmt, 1, rec->conversation_id);
+    sqlite3_bind_int(stmt, 2, rec->seq);
+    BIND_TEXT(stmt, 3, rec->correlation_id);
+    sqlite3_bind_int64(stmt, 4, rec->ts_ms);
+    sqlite3_bind_int(stmt, 5, rec->clarification != 0);
+    BIND_TEXT(stmt, 6, rec->state_json);
+    BIND_TEXT(stmt, 7, rec->deltas_json);
+    BIND_TEXT(stmt, 8, rec->events_json);
+    BIND_TEXT(stmt, 9, rec->sources_json);
+    if ((rc = step_done(st, ST_TURN_INSERT, "saving a turn", err)))
+        return rc;
+    const char *roles[2] = {"user", "assistant"};
+    const char *texts[2] = {rec->user_text, rec->assistant_text};
+    for (int i = 0; i < 2; i++) {
+        stmt = st->stmt[ST_MESSAGE_INSERT];
+        BIND_TEXT(stmt, 1, rec->conversation_id);
+        sqlite3_bind_int(stmt, 2, rec->seq);
+        BIND_TEXT(stmt, 3, roles[i]);
+        BIND_TEXT(stmt, 4, texts[i]);
+        sqlite3_bind_int64(stmt, 5, rec->ts_ms);
+        if ((rc = step_done(st, ST_MESSAGE_INSERT, "saving a message", err)))
+            return rc;
+    }
+    stmt = st->stmt[ST_DECISION_INSERT];
+    BIND_TEXT(stmt, 1, rec->conversation_id);
+    sqlite3_bind_int(stmt, 2, rec->seq);
+    BIND_TEXT(stmt, 3, rec->intent);
+    BIND_TEXT(stmt, 4, rec->route);
+    BIND_TEXT(stmt, 5, rec->tool);
+    BIND_TEXT(stmt, 6, rec->arguments_json);
+    BIND_TEXT(stmt, 7, rec->stage_from);
+    BIND_TEXT(stmt, 8, rec->stage_to);
+    BIND_TEXT(stmt, 9, rec->reasons_json);
+    BIND_TEXT(stmt, 10, rec->decision_json);
+    if ((rc = step_done(st, ST_DECISION_INSERT, "saving the decision log", err)))
+        return rc;
+    for (size_t i = 0; i < rec->n_metrics; i++) {
+        stmt = st->stmt[ST_METRIC_ADD];
+        BIND_TEXT(stmt, 1, rec->metrics[i].name);
+        sqlite3_bind_int64(stmt, 2, rec->metrics[i].delta);
+        if ((rc = step_done(st, ST_METRIC_ADD, "updating metrics", err)))
+            return rc;
+    }
+    return KEEL_OK;
+}
+
+int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
+                     struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    int rc;
+
+    if ((rc = sqlite_connection_ready(st, err)) ||
+        (rc = sqlite_tx_begin(st, "saving a turn", err)))
+        return rc;
+    if ((rc = write_conversation(st, rec, err)) || (rc = write_turn(st, rec, err)) ||
+        (rc = sqlite_tx_commit(st, "saving a turn", err)))
+        sqlite_tx_rollback(st);
+    return rc;
+}
+
+int sqlite_metrics(struct store *store, json_t **out, struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    sqlite3_stmt *stmt;
+    json_t *obj;
+    int rc, step;
+
+    if ((rc = sqlite_connection_ready(st, err)))
+        return rc;
+    if (!(obj = json_object()))
+        return keel_error_set(err, KEEL_ENOMEM, "metrics", "out of memory");
+    stmt = st->stmt[ST_METRICS];
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(stmt, 0);
+        if (!name || json_object_set_new(obj, name, json_integer(sqlite3_column_int64(stmt, 1)))) {
+            step = SQLITE_NOMEM;
+            break;
+        }
+    }
+    rc = step == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, step, "reading metrics", err);
+    sqlite_stmt_done(stmt);
+    if (rc)
+        json_decref(obj);
+    else
+        *out = obj;
+    return rc;
+}
+
+int sqlite_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    struct store_conversation conv;
+    sqlite3_stmt *stmt;
+    json_t *list;
+    int rc, step;
+
+    if ((rc = sqlite_load_conversation(store, id, &conv, err)))
+        return rc;
+    store_conversation_release(&conv);
+    if (!(list = json_array()))
+        return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
+    stmt = st->stmt[ST_TURNS_LIST];
+    BIND_TEXT(stmt, 1, id);
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        const char *user = (const char *)sqlite3_column_text(stmt, 3);
+        const char *assistant = (const char *)sqlite3_column_text(stmt, 4);
+        json_t *turn = json_pack("{s:i,s:I,s:s?,s:s?,s:b}", "turn", sqlite3_column_int(stmt, 0),
+                                 "ts", (json_int_t)sqlite3_column_int64(stmt, 1), "user", user,
+                                 "assistant", assistant, "clarification",
+                                 sqlite3_column_int(stmt, 2));
+        if (!turn || json_array_append_new(list, turn)) {
+            step = SQLITE_NOMEM;
+            break;
+        }
+    }
+    rc = step == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, step, "reading turns", err);
+    sqlite_stmt_done(stmt);
+    if (rc)
+        json_decref(list);
+    else
+        *out = list;
+    return rc;
+}
