@@ -20,6 +20,7 @@ static const struct {
     {"policy", cmd_policy, "policy explain \"MESSAGE\" | shell: show the policy decision and its reasons"},
     {"replay", cmd_replay, "replay PATH…: run replay fixtures and report failures"},
     {"ingest", cmd_ingest, "ingest papers FILE… | docs DIR…: fill the store"},
+    {"chat", cmd_chat, "chat [--pack NAME] [--conversation ID] [--json]: talk to keel"},
 };
 
 static void usage(FILE *out)

@@ -130,7 +130,7 @@ static int load_slot_values(struct pipeline_config *cfg, struct config_slot *slo
 
 static int load_slots(struct pipeline_config *cfg, const json_t *slots, struct keel_error *err)
 {
-    static const char *const keys[] = {"name", "question", "depends_on", "values", NULL};
+    static const char *const keys[] = {"name", "question", "refine", "depends_on", "values", NULL};
     char path[KEEL_JSON_PATH_MAX], sub[KEEL_JSON_PATH_MAX];
     size_t i;
     json_t *slot;
@@ -149,12 +149,17 @@ static int load_slots(struct pipeline_config *cfg, const json_t *slots, struct k
         if ((rc = check_keys(cfg, slot, keys, path, err)) ||
             (rc = get_string(cfg, slot, "name", path, &s->name, err)) ||
             (rc = get_string(cfg, slot, "question", path, &s->question, err)) ||
+            (rc = get_string(cfg, slot, "refine", path, &s->refine, err)) ||
             (rc = get_string(cfg, slot, "depends_on", path, &depends, err)))
             return rc;
         if (!s->name || !*s->name || strlen(s->name) > 32)
             return pack_fail(cfg->pack, path, err, "name: must be 1 to 32 bytes");
         if (config_slot_index(cfg, s->name) >= 0)
             return pack_fail(cfg->pack, path, err, "name: slot \"%s\" is defined twice", s->name);
+        if (!s->refine)
+            s->refine = "for {value}";
+        else if (!strstr(s->refine, "{value}"))
+            return pack_fail(cfg->pack, path, err, "refine: must contain {value}");
         s->depends_on = -1;
         if (depends && (s->depends_on = config_slot_index(cfg, depends)) < 0)
             return pack_fail(cfg->pack, path, err,
@@ -298,6 +303,26 @@ static int load_events(struct pipeline_config *cfg, json_t *events, struct keel_
     return KEEL_OK;
 }
 
+static int load_messages(struct pipeline_config *cfg, json_t *messages, struct keel_error *err)
+{
+    const char *key;
+    json_t *text;
+
+    if (!messages)
+        return KEEL_OK;
+    if (!json_is_object(messages))
+        return pack_fail(cfg->pack, "pipeline.messages", err, "must map message keys to texts");
+    json_object_foreach(messages, key, text) {
+        char path[KEEL_JSON_PATH_MAX];
+
+        keel_json_path_key(path, sizeof(path), "pipeline.messages", key);
+        if (!json_is_string(text))
+            return pack_fail(cfg->pack, path, err, "must be a string");
+    }
+    cfg->messages = messages;
+    return KEEL_OK;
+}
+
 static int load_sample(struct pipeline_config *cfg, const json_t *sample, struct keel_error *err)
 {
     static const char *const keys[] = {"corpus", "papers", NULL};
@@ -346,7 +371,7 @@ int config_load(const struct pack *pack, struct pipeline_config *cfg, struct kee
 {
     static const char *const keys[] = {"stage", "state_phrases", "affirmations",
                                        "question_starts", "stopwords", "split_phrases", "slots",
-                                       "paths", "retrieval", "events", "sample", NULL};
+                                       "paths", "retrieval", "events", "messages", "sample", NULL};
     json_t *section = json_object_get(pack->doc, "pipeline");
     int rc;
 
@@ -379,6 +404,8 @@ int config_load(const struct pack *pack, struct pipeline_config *cfg, struct kee
         rc = load_retrieval(cfg, json_object_get(section, "retrieval"), err);
     if (!rc)
         rc = load_events(cfg, json_object_get(section, "events"), err);
+    if (!rc)
+        rc = load_messages(cfg, json_object_get(section, "messages"), err);
     if (!rc)
         rc = load_sample(cfg, json_object_get(section, "sample"), err);
     json_decref(section);   /* the pack document still holds it */
@@ -426,6 +453,14 @@ int config_path_index(const struct pipeline_config *cfg, const char *name)
         if (!strcmp(cfg->paths[i].name, name))
             return i;
     return -1;
+}
+
+const char *config_message(const struct pipeline_config *cfg, const char *key,
+                           const char *fallback)
+{
+    json_t *text = cfg->messages ? json_object_get(cfg->messages, key) : NULL;
+
+    return text ? json_string_value(text) : fallback;
 }
 
 const char *config_event_text(const struct pipeline_config *cfg, const char *key)

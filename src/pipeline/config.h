@@ -39,6 +39,7 @@ enum config_category {
 struct config_slot {
     const char *name;                       /* borrowed from the pack */
     const char *question;                   /* asked when the slot is missing */
+    const char *refine;                     /* "for {value}": how a filled value joins a query */
     int depends_on;                         /* slot index, or -1 */
     const char *values[CONFIG_MAX_VALUES];  /* canonical values */
     int n_values;
@@ -66,6 +67,7 @@ struct pipeline_config {
     double abstain_below;
     double confident_at;
     json_t *events;               /* borrowed: key -> user text */
+    json_t *messages;             /* borrowed: key -> answer text, or NULL */
     const char *sample_corpus;    /* folder below the pack, or NULL */
     const char *sample_papers;    /* file below the pack, or NULL */
     struct lexicon lex;
@@ -88,6 +90,10 @@ void config_match(const struct pipeline_config *cfg, const char *text, size_t n,
 /* Index of slot / path `name`, or -1. */
 int config_slot_index(const struct pipeline_config *cfg, const char *name);
 int config_path_index(const struct pipeline_config *cfg, const char *name);
+
+/* The pack's answer text `key` (pipeline.messages), else `fallback`. */
+const char *config_message(const struct pipeline_config *cfg, const char *key,
+                           const char *fallback);
 
 /* The user-facing text for technical event `key` ("resolve.search"), or
  * NULL when users do not see it. */

@@ -62,6 +62,8 @@ static void clear_dependents(struct thread_state *state, const struct pipeline_c
     for (int s = 0; s < cfg->n_slots; s++) {
         if (cfg->slots[s].depends_on != slot || (!state->slots[s][0] && !(state->open_slots >> s & 1)))
             continue;
+        if (state->slots[s][0])
+            memcpy(state->suggested[s], state->slots[s], STATE_VALUE_MAX);
         state->slots[s][0] = '\0';
         state->open_slots &= ~(1u << s);
         if (log)
@@ -110,8 +112,10 @@ static int apply_slot(struct thread_state *state, const struct pipeline_config *
     if ((rc = set_text(state->slots[d->index], STATE_VALUE_MAX, d->text,
                        cfg->slots[d->index].name, err)))
         return rc;
-    if (state->slots[d->index][0])
+    if (state->slots[d->index][0]) {
         state->open_slots &= ~(1u << d->index);
+        state->suggested[d->index][0] = '\0';
+    }
     if (strcmp(before, state->slots[d->index]))
         clear_dependents(state, cfg, d->index, log);
     return KEEL_OK;
@@ -216,7 +220,7 @@ static json_t *text_or_null(const char *s)
     return *s ? json_string(s) : json_null();
 }
 
-static json_t *blueprint_json(const struct blueprint *bp, const struct pipeline_config *cfg)
+json_t *state_blueprint_json(const struct blueprint *bp, const struct pipeline_config *cfg)
 {
     json_t *subs, *j;
 
@@ -234,10 +238,11 @@ static json_t *blueprint_json(const struct blueprint *bp, const struct pipeline_
 
 json_t *state_to_json(const struct thread_state *state, const struct pipeline_config *cfg)
 {
-    json_t *history = json_array(), *jur = json_object(), *open = json_array(), *j;
+    json_t *history = json_array(), *jur = json_object(), *open = json_array(), *sug = json_object();
+    json_t *j;
     char ts[KEEL_RFC3339_MAX];
 
-    if (!history || !jur || !open)
+    if (!history || !jur || !open || !sug)
         goto oom;
     for (int i = 0; i < state->n_history; i++) {
         const struct stage_change *c = &state->history[i];
@@ -250,18 +255,21 @@ json_t *state_to_json(const struct thread_state *state, const struct pipeline_co
         json_object_set_new(jur, cfg->slots[s].name, text_or_null(state->slots[s]));
         if (state->open_slots >> s & 1)
             json_array_append_new(open, json_string(cfg->slots[s].name));
+        if (state->suggested[s][0])
+            json_object_set_new(sug, cfg->slots[s].name, json_string(state->suggested[s]));
     }
-    j = json_pack("{s:s,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:i}", "stage", state->stage,
+    j = json_pack("{s:s,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:i}", "stage", state->stage,
                   "stage_confidence", state->stage_confidence, "stage_history", history,
                   "research_question", text_or_null(state->research_question), "research_topic",
                   text_or_null(state->research_topic), "jurisdiction", jur, "open_slots", open,
-                  "refined_query", text_or_null(state->refined_query), "blueprint",
-                  blueprint_json(&state->blueprint, cfg), "turns", state->turns);
+                  "suggested", sug, "refined_query", text_or_null(state->refined_query), "blueprint",
+                  state_blueprint_json(&state->blueprint, cfg), "turns", state->turns);
     return j;
 oom:
     json_decref(history);
     json_decref(jur);
     json_decref(open);
+    json_decref(sug);
     return NULL;
 }
 
@@ -387,12 +395,33 @@ static int read_jurisdiction(struct thread_state *state, const struct pipeline_c
     return KEEL_OK;
 }
 
+static int read_suggested(struct thread_state *state, const struct pipeline_config *cfg,
+                          const json_t *sug, struct keel_error *err)
+{
+    const char *key;
+    json_t *v;
+
+    if (sug && !json_is_object(sug))
+        return keel_error_set(err, KEEL_EINVAL, "suggested", "must be an object");
+    json_object_foreach((json_t *)sug, key, v) {
+        int s = config_slot_index(cfg, key), rc;
+
+        if (s < 0)
+            return keel_error_set(err, KEEL_EINVAL, "suggested", "\"%s\" is not a slot", key);
+        if ((rc = read_text(sug, key, state->suggested[s], STATE_VALUE_MAX, "suggested", err)))
+            return rc;
+        (void)v;
+    }
+    return KEEL_OK;
+}
+
 int state_from_json(struct thread_state *state, const struct pipeline_config *cfg,
                     const json_t *json, struct keel_error *err)
 {
     static const char *const keys[] = {"stage", "stage_confidence", "stage_history",
                                        "research_question", "research_topic", "jurisdiction",
-                                       "open_slots", "refined_query", "blueprint", "turns", NULL};
+                                       "open_slots", "suggested", "refined_query", "blueprint",
+                                       "turns", NULL};
     json_t *history;
     long long turns = 0;
     int rc;
@@ -408,6 +437,7 @@ int state_from_json(struct thread_state *state, const struct pipeline_config *cf
         (rc = keel_json_get_int(json, "turns", 0, 0, 1 << 30, "", &turns, err)) ||
         (rc = read_jurisdiction(state, cfg, json_object_get(json, "jurisdiction"),
                                 json_object_get(json, "open_slots"), err)) ||
+        (rc = read_suggested(state, cfg, json_object_get(json, "suggested"), err)) ||
         (rc = read_blueprint(state, cfg, json_object_get(json, "blueprint"), err)))
         return rc;
     if (!state->stage[0])

@@ -59,6 +59,7 @@ struct thread_state {
     char research_topic[STATE_TEXT_MAX];
     char slots[CONFIG_MAX_SLOTS][STATE_VALUE_MAX];  /* jurisdiction; "" = unknown */
     uint32_t open_slots;             /* bit s: slot s was asked for */
+    char suggested[CONFIG_MAX_SLOTS][STATE_VALUE_MAX];  /* value a reset cleared: offered back */
     char refined_query[STATE_TEXT_MAX];
     struct blueprint blueprint;
     int turns;                       /* turns completed */
@@ -118,6 +119,10 @@ json_t *state_to_json(const struct thread_state *state, const struct pipeline_co
  * caps fail with KEEL_EINVAL naming the field. */
 int state_from_json(struct thread_state *state, const struct pipeline_config *cfg,
                     const json_t *json, struct keel_error *err);
+
+/* A blueprint as JSON {question, subquestions[{text, path, status}],
+ * created_turn}, or JSON null when it is not active. */
+json_t *state_blueprint_json(const struct blueprint *bp, const struct pipeline_config *cfg);
 
 /* Static names of sub_status values. */
 const char *state_sub_status_name(enum sub_status status);

@@ -1,0 +1,294 @@
+/*
+ * cmd_chat.c — `keel chat`: a conversation in the terminal through the
+ * turn pipeline. On a terminal it prompts, shows the user-level progress
+ * lines of each turn ("Searching our materials…") and prints the answer
+ * with its sources. Otherwise it reads one message per line and prints
+ * each answer — with --json one JSON object per turn — so it can be
+ * scripted. A conversation resumes with --conversation ID.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/clock.h"
+#include "pipeline/pipeline.h"
+
+#define LINE_MAX_BYTES (PIPELINE_MESSAGE_MAX + 2)
+
+struct chat {
+    struct pipeline *pl;
+    struct store *store;
+    char conversation[160];
+    const char *role;
+    int json;
+    int interactive;
+    int trace;
+    int64_t now;        /* 0: the clock */
+};
+
+static void chat_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: keel chat [--pack NAME] [--db FILE] [--conversation ID] [--role ROLE]\n"
+            "                 [--json] [--now TIME]\n\n"
+            "Talk to keel. On a terminal: type a message, see progress and the answer with its\n"
+            "sources; :quit or Ctrl-D leaves. Otherwise one message per line is read from\n"
+            "standard input and each answer printed (--json: one JSON object per turn with\n"
+            "answer, sources, decision, stage, clarification, active_scenario).\n"
+            "The pack's sample data (packs/NAME/pipeline.sample) is ingested into an empty\n"
+            "store on first run.\n\n"
+            "  --pack NAME          scholar (default), payer, … (a folder of the packs directory)\n"
+            "  --db FILE            the store (default: $KEEL_DB, else keel.db; mem: for none)\n"
+            "  --conversation ID    resume a conversation (its id is printed at the start)\n"
+            "  --role ROLE          the user's role in the pack (default: the pack's)\n"
+            "  --json               one JSON object per turn on standard output\n"
+            "  --now TIME           pin the clock (RFC 3339), like KEEL_NOW\n"
+            "KEEL_DEBUG_TRACE=1 shows every technical event on standard error.\n");
+}
+
+static void on_event(void *ctx, const json_t *event)
+{
+    const struct chat *chat = ctx;
+    const char *user = json_string_value(json_object_get(event, "user_message"));
+
+    if (chat->trace)
+        fprintf(stderr, "  [%s %s] %s\n", json_string_value(json_object_get(event, "stage")),
+                json_string_value(json_object_get(event, "kind")),
+                json_string_value(json_object_get(event, "message")));
+    if (user && chat->interactive && !chat->json)
+        printf("  \u00b7 %s\n", user);
+    fflush(stdout);
+}
+
+static void print_text(const json_t *result)
+{
+    const json_t *sources = json_object_get(result, "sources");
+    size_t i;
+    json_t *s;
+
+    printf("%s\n", json_string_value(json_object_get(result, "answer")));
+    if (json_array_size(sources))
+        printf("\nSources:\n");
+    json_array_foreach(sources, i, s) {
+        const char *title = json_string_value(json_object_get(s, "title"));
+        const char *where = json_string_value(json_object_get(s, "url"));
+        const char *section = json_string_value(json_object_get(s, "section"));
+
+        if (!where)
+            where = json_string_value(json_object_get(s, "source"));
+        printf("  [%d] %s", (int)json_integer_value(json_object_get(s, "n")),
+               title ? title : "(untitled)");
+        if (section && *section)
+            printf(" \u2014 %s", section);
+        if (where)
+            printf(" (%s)", where);
+        printf("\n");
+    }
+    printf("\n");
+}
+
+static void print_json(const json_t *result)
+{
+    json_t *line = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:n}", "conversation_id",
+                             json_object_get(result, "conversation_id"), "turn",
+                             json_object_get(result, "turn"), "answer",
+                             json_object_get(result, "answer"), "sources",
+                             json_object_get(result, "sources"), "decision",
+                             json_object_get(result, "decision"), "stage",
+                             json_object_get(result, "stage"), "clarification",
+                             json_object_get(result, "clarification"), "kind",
+                             json_object_get(result, "kind"), "tools_called",
+                             json_object_get(result, "tools_called"), "state",
+                             json_object_get(result, "state"), "active_scenario");
+    char *text = line ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    json_decref(line);
+}
+
+static void print_error(const struct chat *chat, const struct keel_error *err)
+{
+    cli_report(err);
+    if (chat->json) {
+        json_t *line = json_pack("{s:{s:s,s:s,s:s}}", "error", "code",
+                                 keel_result_token(err->code), "field", err->field, "message",
+                                 err->message);
+        char *text = line ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        if (text)
+            printf("%s\n", text);
+        free(text);
+        json_decref(line);
+    }
+}
+
+/* One turn. Returns 0, or 1 when the turn failed (reported). */
+static int chat_turn(struct chat *chat, const char *line, size_t n)
+{
+    struct turn_request req = {
+        .conversation_id = chat->conversation[0] ? chat->conversation : NULL,
+        .message = line,
+        .message_len = n,
+        .role = chat->role,
+        .now_ms = chat->now,
+        .on_event = on_event,
+        .event_ctx = chat,
+    };
+    struct keel_error err;
+    json_t *result = NULL;
+
+    keel_error_clear(&err);
+    if (pipeline_turn(chat->pl, &req, &result, &err)) {
+        print_error(chat, &err);
+        return 1;
+    }
+    snprintf(chat->conversation, sizeof(chat->conversation), "%s",
+             json_string_value(json_object_get(result, "conversation_id")));
+    if (chat->json)
+        print_json(result);
+    else if (chat->interactive)
+        printf("\nkeel> "), print_text(result);
+    else
+        print_text(result);
+    fflush(stdout);
+    json_decref(result);
+    return 0;
+}
+
+/* Reads lines of at most LINE_MAX_BYTES; a longer line is consumed and
+ * reported, never buffered whole. */
+static int chat_loop(struct chat *chat)
+{
+    char line[LINE_MAX_BYTES + 1];
+    int failed = 0;
+
+    for (;;) {
+        size_t n;
+
+        if (chat->interactive)
+            printf("you> "), fflush(stdout);
+        if (!fgets(line, sizeof(line), stdin))
+            break;
+        n = strlen(line);
+        if (n == LINE_MAX_BYTES && line[n - 1] != '\n') {
+            int c;
+            while ((c = getchar()) != EOF && c != '\n')
+                ;
+            struct keel_error err;
+            keel_error_set(&err, KEEL_ETOOBIG, "message", "is longer than %d bytes",
+                           PIPELINE_MESSAGE_MAX);
+            print_error(chat, &err);
+            failed = 1;
+            continue;
+        }
+        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = '\0';
+        if (n == 0)
+            continue;
+        if (!strcmp(line, ":quit") || !strcmp(line, ":q"))
+            break;
+        failed |= chat_turn(chat, line, n);
+    }
+    if (chat->interactive)
+        printf("\n");
+    return failed;
+}
+
+static int chat_open(struct chat *chat, const char *db, const char *pack, struct keel_error *err)
+{
+    struct pipeline_options options = {NULL, pack, NULL, NULL};
+    long ingested = 0;
+    int rc;
+
+    if ((rc = store_open(cli_db_location(db), &chat->store, err)))
+        return rc;
+    options.store = chat->store;
+    if ((rc = pipeline_new(&options, &chat->pl, err)))
+        return rc;
+    if ((rc = pipeline_ingest_sample(chat->pl, &ingested, err)))
+        return rc;
+    if (ingested)
+        fprintf(stderr, "keel: ingested %ld sample records of pack %s into %s\n", ingested, pack,
+                cli_db_location(db));
+    return KEEL_OK;
+}
+
+int cmd_chat(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"pack", required_argument, NULL, 'p'},   {"db", required_argument, NULL, 'd'},
+        {"conversation", required_argument, NULL, 'c'},
+        {"role", required_argument, NULL, 'r'},   {"json", no_argument, NULL, 'j'},
+        {"now", required_argument, NULL, 'n'},    {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct chat chat;
+    const char *db = NULL, *pack = "scholar", *now = NULL, *trace = getenv("KEEL_DEBUG_TRACE");
+    struct keel_error err;
+    int opt, rc;
+
+    memset(&chat, 0, sizeof(chat));
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+        switch (opt) {
+        case 'p': pack = optarg; break;
+        case 'd': db = optarg; break;
+        case 'c': snprintf(chat.conversation, sizeof(chat.conversation), "%s", optarg); break;
+        case 'r': chat.role = optarg; break;
+        case 'j': chat.json = 1; break;
+        case 'n': now = optarg; break;
+        case 'h': chat_usage(stdout); return 0;
+        case ':':
+            fprintf(stderr, "keel: chat: %s needs a value\n\n", argv[optind - 1]);
+            chat_usage(stderr);
+            return 2;
+        default:
+            fprintf(stderr, "keel: chat: unknown option %s\n\n", argv[optind - 1]);
+            chat_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "keel: chat: unexpected argument \"%s\" (messages come on standard input)\n",
+                argv[optind]);
+        return 2;
+    }
+    keel_error_clear(&err);
+    if (now && cli_now(now, &chat.now, &err)) {
+        cli_report(&err);
+        return 2;
+    }
+    chat.interactive = isatty(0);
+    chat.trace = trace && !strcmp(trace, "1");
+    rc = chat_open(&chat, db, pack, &err);
+    if (!rc && chat.conversation[0]) {   /* fail early on an unknown id */
+        struct store_conversation conv;
+        if (!(rc = store_load_conversation(chat.store, chat.conversation, &conv, &err))) {
+            if (chat.interactive)
+                printf("Resuming conversation %s (%d turns, pack %s).\n", conv.id, conv.turns,
+                       conv.pack);
+            store_conversation_release(&conv);
+        }
+    }
+    if (rc) {
+        cli_report(&err);
+        pipeline_free(chat.pl);
+        store_close(chat.store);
+        return 1;
+    }
+    if (chat.interactive && !chat.json && !chat.conversation[0])
+        printf("keel chat \u2014 pack %s, store %s. Type a message; :quit or Ctrl-D leaves.\n",
+               pack, cli_db_location(db));
+    rc = chat_loop(&chat);
+    if (chat.interactive && chat.conversation[0])
+        printf("Conversation %s \u2014 resume with: keel chat --pack %s --conversation %s\n",
+               chat.conversation, pack, chat.conversation);
+    pipeline_free(chat.pl);
+    store_close(chat.store);
+    return rc;
+}

@@ -1,0 +1,264 @@
+/*
+ * pipeline.c — the orchestrator: checks the request, runs the stages in
+ * order over one turn context, emits start/end events around each, and
+ * hands the caller the turn as JSON. Publish (stage_publish.c) is the
+ * only stage that writes; a turn that fails before it leaves the store
+ * untouched.
+ */
+#include "pipeline/pipeline.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "ingest/ingest.h"
+#include "pipeline/turn.h"
+#include "text/utf8.h"
+
+#define ANSWER_MAX (64u << 10)
+
+struct stage {
+    const char *name;
+    stage_fn run;
+};
+
+/* In order. Publish always runs, also after a stage ended the turn. */
+static const struct stage stages[] = {
+    {"load", stage_load},         {"classify", stage_classify}, {"decide", stage_decide},
+    {"plan", stage_plan},         {"clarify", stage_clarify},   {"resolve", stage_resolve},
+    {"compose", stage_compose},   {"artifact", stage_artifact}, {"remember", stage_remember},
+    {"publish", stage_publish},
+};
+
+#define N_STAGES (sizeof(stages) / sizeof(stages[0]))
+
+int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
+                 struct keel_error *err)
+{
+    struct pipeline *pl;
+    const char *dir = options->packs_dir ? options->packs_dir : pack_default_dir();
+    int rc;
+
+    if (!options->pack || !options->store)
+        return keel_error_set(err, KEEL_EINVAL, options->pack ? "store" : "pack", "is required");
+    if (!(pl = keel_calloc(1, sizeof(*pl))))
+        return keel_error_set(err, KEEL_ENOMEM, "pipeline", "out of memory");
+    if ((rc = policy_load(dir, options->pack, &pl->pack, &pl->policy, err))) {
+        keel_free(pl);
+        return rc;
+    }
+    if ((rc = config_load(pl->pack, &pl->cfg, err))) {
+        policy_free(pl->policy);
+        pack_free(pl->pack);
+        keel_free(pl);
+        return rc;
+    }
+    pl->store = options->store;
+    pl->web = options->web;
+    snprintf(pl->pack_dir, sizeof(pl->pack_dir), "%s/%s", dir, options->pack);
+    *out = pl;
+    return KEEL_OK;
+}
+
+void pipeline_free(struct pipeline *pl)
+{
+    if (!pl)
+        return;
+    config_release(&pl->cfg);
+    policy_free(pl->policy);
+    pack_free(pl->pack);
+    keel_free(pl);
+}
+
+const char *pipeline_pack_name(const struct pipeline *pl)
+{
+    return pl->pack->name;
+}
+
+int pipeline_ingest_sample(struct pipeline *pl, long *ingested, struct keel_error *err)
+{
+    struct store_counts counts;
+    struct ingest_output out = {NULL, NULL};
+    struct ingest_stats stats = {0};
+    char path[4400];
+    int rc;
+
+    *ingested = 0;
+    if ((rc = store_counts(pl->store, &counts, err)))
+        return rc;
+    if (pl->cfg.sample_papers && counts.papers == 0) {
+        snprintf(path, sizeof(path), "%s/%s", pl->pack_dir, pl->cfg.sample_papers);
+        rc = ingest_papers_file(pl->store, path, &out, &stats, err);
+    }
+    if (!rc && pl->cfg.sample_corpus && counts.documents == 0) {
+        snprintf(path, sizeof(path), "%s/%s", pl->pack_dir, pl->cfg.sample_corpus);
+        rc = ingest_docs_dir(pl->store, path, &out, &stats, err);
+    }
+    *ingested = stats.added;
+    ingest_stats_release(&stats);
+    return rc;
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+static int trace_enabled(void)
+{
+    const char *v = getenv("KEEL_DEBUG_TRACE");
+
+    return v && !strcmp(v, "1");
+}
+
+int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
+              const char *fmt, ...)
+{
+    const char *user = config_event_text(&t->pl->cfg, key ? key : t->stage_name);
+    char message[512], ts[KEEL_RFC3339_MAX];
+    json_t *event;
+    va_list ap;
+
+    /* A stage's user text shows at its start only, never at its end. */
+    if (!key && strcmp(kind, "start"))
+        user = NULL;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    event = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s?,s:s,s:o}", "correlation_id",
+                      t->correlation_id, "seq", ++t->event_seq, "stage", t->stage_name, "kind",
+                      kind, "level", user ? "both" : "technical", "message", message,
+                      "user_message", user, "ts",
+                      keel_time_format(t->now, ts, sizeof(ts)), "extra",
+                      extra ? extra : json_object());
+    if (!event || json_array_append_new(t->events, event))
+        return KEEL_ENOMEM;
+    if (t->req->on_event)
+        t->req->on_event(t->req->event_ctx, event);
+    if (trace_enabled())
+        keel_log(KEEL_LOG_WARN, "turn.trace", json_deep_copy(event));
+    return KEEL_OK;
+}
+
+int turn_apply(struct turn *t, const struct state_delta *delta, struct keel_error *err)
+{
+    return state_apply(&t->state, &t->pl->cfg, delta, t->now, t->deltas, err);
+}
+
+/* ---- the request ------------------------------------------------------------ */
+
+static int check_request(const struct pipeline *pl, const struct turn_request *req, int *role,
+                         struct keel_error *err)
+{
+    const char *id = req->conversation_id;
+
+    if (!req->message || req->message_len == 0)
+        return keel_error_set(err, KEEL_EINVAL, "message", "must not be empty");
+    if (req->message_len > PIPELINE_MESSAGE_MAX)
+        return keel_error_set(err, KEEL_ETOOBIG, "message", "is longer than %d bytes",
+                              PIPELINE_MESSAGE_MAX);
+    if (utf8_valid_prefix(req->message, req->message_len) != req->message_len ||
+        memchr(req->message, '\0', req->message_len))
+        return keel_error_set(err, KEEL_EINVAL, "message", "must be UTF-8 text without NUL");
+    *role = req->role ? pack_role_index(pl->pack, req->role) : pl->pack->default_role;
+    if (*role < 0)
+        return keel_error_set(err, KEEL_EINVAL, "role", "\"%s\" is not a role of pack %s",
+                              req->role, pl->pack->name);
+    if (id && *id) {
+        size_t n = strlen(id);
+        if (n > 128)
+            return keel_error_set(err, KEEL_EINVAL, "conversation_id", "is longer than 128 bytes");
+        for (size_t i = 0; i < n; i++)
+            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:",
+                        id[i]) || !id[i])
+                return keel_error_set(err, KEEL_EINVAL, "conversation_id",
+                                      "may hold only letters, digits and _ - . :");
+    }
+    return KEEL_OK;
+}
+
+static void turn_release(struct turn *t)
+{
+    state_release(&t->state);
+    json_decref(t->deltas);
+    json_decref(t->events);
+    json_decref(t->tools_called);
+    json_decref(t->tool_args);
+    json_decref(t->sources);
+    for (int i = 0; i < BLUEPRINT_MAX_SUBS; i++) {
+        json_decref(t->results[i].args);
+        json_decref(t->results[i].items);
+    }
+    keel_buf_release(&t->answer);
+    keel_free(t->clarification);
+    json_decref(t->blueprint);
+}
+
+static json_t *result_json(struct turn *t)
+{
+    json_t *decision = policy_decision_json(t->pl->policy, &t->decision);
+    json_t *state = state_to_json(&t->state, &t->pl->cfg);
+    json_t *bp = t->blueprint ? json_incref(t->blueprint) : json_null();
+
+    return json_pack("{s:s,s:i,s:s,s:s,s:O,s:o?,s:s,s:s,s:s?,s:s,s:s,s:O,s:O,s:o?,s:O,s:O,s:o?}",
+                     "conversation_id", t->conversation_id, "turn", t->seq, "correlation_id",
+                     t->correlation_id, "answer", t->answer.data, "sources", t->sources,
+                     "decision", decision, "stage", t->state.stage, "stage_before",
+                     t->stage_before, "clarification", t->clarification, "kind",
+                     t->kind == TURN_SLOT_FILL ? "slot_fill" : "new_question", "refined_query",
+                     t->state.refined_query, "tools_called", t->tools_called, "tool_args",
+                     t->tool_args, "state", state, "events", t->events, "deltas", t->deltas,
+                     "blueprint", bp);
+}
+
+int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **result,
+                  struct keel_error *err)
+{
+    struct turn t;
+    int rc;
+    size_t i;
+
+    memset(&t, 0, sizeof(t));
+    keel_buf_init(&t.answer, ANSWER_MAX);
+    t.pl = pl;
+    t.req = req;
+    if ((rc = check_request(pl, req, &t.role, err)))
+        return rc;
+    t.now = req->now_ms ? req->now_ms : keel_clock_now();
+    keel_id_new("turn", t.correlation_id, sizeof(t.correlation_id));
+    if (state_init(&t.state, &pl->cfg) || !(t.deltas = json_array()) ||
+        !(t.events = json_array()) || !(t.tools_called = json_array()) ||
+        !(t.tool_args = json_object()) || !(t.sources = json_array())) {
+        rc = keel_error_set(err, KEEL_ENOMEM, "turn", "out of memory");
+        goto out;
+    }
+    for (i = 0; i < N_STAGES; i++) {
+        if (t.ended && stages[i].run != stage_publish)
+            continue;
+        t.stage_name = stages[i].name;
+        if (turn_emit(&t, "start", NULL, NULL, "%s started", stages[i].name)) {
+            rc = keel_error_set(err, KEEL_ENOMEM, stages[i].name, "out of memory");
+            goto out;
+        }
+        if ((rc = stages[i].run(&t, err)))
+            goto out;
+        /* publish emits its own end before it writes, so the stored
+         * events are complete. */
+        if (stages[i].run != stage_publish &&
+            turn_emit(&t, "end", NULL, NULL, "%s done", stages[i].name)) {
+            rc = keel_error_set(err, KEEL_ENOMEM, stages[i].name, "out of memory");
+            goto out;
+        }
+    }
+    if (!(*result = result_json(&t)))
+        rc = keel_error_set(err, KEEL_ENOMEM, "turn", "out of memory (the turn was stored)");
+out:
+    if (rc)
+        keel_log(KEEL_LOG_WARN, "turn.failed",
+                 json_pack("{s:s,s:s,s:s,s:s}", "correlation_id", t.correlation_id, "stage",
+                           t.stage_name ? t.stage_name : "request", "field", err->field,
+                           "error", err->message));
+    turn_release(&t);
+    return rc;
+}

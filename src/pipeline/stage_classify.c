@@ -1,0 +1,170 @@
+/*
+ * stage_classify.c — classify: slot_fill vs new_question, the effective
+ * message, and the state deltas a message states outright (jurisdiction
+ * values, research question, topic, the refined query).
+ *
+ *   first message                         → new_question
+ *   slots open, the message fills one     → slot_fill: the blueprint's
+ *     ("Florida", "UHC", "as a provider",   question, refined with the
+ *      "yes"/"that one" for a suggestion)   new values, is resumed
+ *   no slot open, a short message naming  → slot_fill: the last question
+ *     only a value ("what about UHC?")      again under the new value
+ *   anything else ("how do I check        → new_question (starts over)
+ *     eligibility")
+ *
+ * A "real question" has three or more words that are not slot values or
+ * affirmations, and starts with a question word, holds a '?', or has
+ * five such words.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pipeline/turn.h"
+
+struct reading {
+    int values[CONFIG_MAX_SLOTS];   /* slot value named, or -1 */
+    int named;                      /* slots named */
+    int affirmation;                /* the message is (mostly) "yes", "that one" */
+    int real_question;
+};
+
+static void read_message(const struct pipeline_config *cfg, const char *msg, size_t n,
+                         struct reading *r)
+{
+    struct lex_result res;
+    uint8_t covered[LEX_MAX_TOKENS] = {0};
+    uint32_t uncovered = 0;
+    int qstart = 0;
+
+    r->named = extract_slots(cfg, msg, n, r->values);
+    config_match(cfg, msg, n, &res);
+    r->affirmation = 0;
+    for (uint32_t i = 0; i < res.n_matches; i++) {
+        const struct lex_match *m = &res.matches[i];
+        int slot = (int)m->category - CCAT_SLOT;
+
+        if (m->category == CCAT_AFFIRM)
+            r->affirmation = 1;
+        if (m->category == CCAT_AFFIRM || (slot >= 0 && slot < cfg->n_slots))
+            memset(covered + m->start, 1, m->n);
+        if (m->category == CCAT_QSTART && m->start == 0)
+            qstart = 1;
+    }
+    for (uint32_t i = 0; i < res.n_tokens; i++)
+        uncovered += !covered[i];
+    if (uncovered > 2)
+        r->affirmation = 0;   /* "yes, and how do I …" is more than a yes */
+    r->real_question = uncovered >= 3 && (qstart || memchr(msg, '?', n) || uncovered >= 5);
+}
+
+/* The first open slot a "yes" can fill: open, with a suggestion. */
+static int suggestion_slot(const struct thread_state *state, const struct pipeline_config *cfg)
+{
+    for (int s = 0; s < cfg->n_slots; s++)
+        if ((state->open_slots >> s & 1) && state->suggested[s][0])
+            return s;
+    return -1;
+}
+
+static int fills_open_slot(const struct thread_state *state, const struct reading *r,
+                           const struct pipeline_config *cfg)
+{
+    for (int s = 0; s < cfg->n_slots; s++)
+        if ((state->open_slots >> s & 1) && r->values[s] >= 0)
+            return 1;
+    return 0;
+}
+
+static int classify(const struct turn *t, const struct reading *r)
+{
+    const struct thread_state *st = &t->state;
+    const struct pipeline_config *cfg = &t->pl->cfg;
+
+    if (t->seq == 1 || r->real_question)
+        return TURN_NEW_QUESTION;
+    if (st->open_slots && st->blueprint.active &&
+        (fills_open_slot(st, r, cfg) || (r->affirmation && suggestion_slot(st, cfg) >= 0)))
+        return TURN_SLOT_FILL;
+    if (!st->open_slots && r->named && st->blueprint.active)
+        return TURN_SLOT_FILL;
+    return TURN_NEW_QUESTION;
+}
+
+static int apply_slots(struct turn *t, const struct reading *r, struct keel_error *err)
+{
+    const struct pipeline_config *cfg = &t->pl->cfg;
+    int rc;
+
+    for (int s = 0; s < cfg->n_slots; s++) {
+        struct state_delta d = {.kind = DELTA_SLOT, .index = s};
+
+        if (r->values[s] >= 0)
+            d.text = cfg->slots[s].values[r->values[s]];
+        else if (t->kind == TURN_SLOT_FILL && r->affirmation && suggestion_slot(&t->state, cfg) == s)
+            d.text = t->state.suggested[s];
+        else
+            continue;
+        if (!strcmp(t->state.slots[s], d.text))
+            continue;
+        char value[STATE_VALUE_MAX];
+        snprintf(value, sizeof(value), "%s", d.text);   /* suggested[] changes under apply */
+        d.text = value;
+        if ((rc = turn_apply(t, &d, err)))
+            return rc;
+    }
+    return KEEL_OK;
+}
+
+static int apply_research(struct turn *t, struct keel_error *err)
+{
+    char text[STATE_TEXT_MAX];
+    int rc;
+
+    extract_after_lead(&t->pl->cfg, t->req->message, t->req->message_len, CCAT_RQ_LEAD, text,
+                       sizeof(text));
+    if (text[0] && strcmp(text, t->state.research_question)) {
+        struct state_delta d = {.kind = DELTA_RESEARCH_QUESTION, .text = text};
+        if ((rc = turn_apply(t, &d, err)))
+            return rc;
+    }
+    extract_after_lead(&t->pl->cfg, t->req->message, t->req->message_len, CCAT_TOPIC_LEAD, text,
+                       sizeof(text));
+    if (text[0] && strcmp(text, t->state.research_topic)) {
+        struct state_delta d = {.kind = DELTA_TOPIC, .text = text};
+        if ((rc = turn_apply(t, &d, err)))
+            return rc;
+    }
+    return KEEL_OK;
+}
+
+int stage_classify(struct turn *t, struct keel_error *err)
+{
+    struct reading r;
+    char refined[STATE_TEXT_MAX];
+    int rc;
+
+    read_message(&t->pl->cfg, t->req->message, t->req->message_len, &r);
+    t->kind = classify(t, &r);
+    if ((rc = apply_slots(t, &r, err)) || (rc = apply_research(t, err)))
+        return rc;
+    if (t->kind == TURN_SLOT_FILL)
+        snprintf(t->effective, sizeof(t->effective), "%s", t->state.blueprint.question);
+    else
+        extract_redact(t->req->message, t->req->message_len, t->effective, sizeof(t->effective));
+    t->effective_len = strlen(t->effective);
+    turn_refine(t, t->effective, refined, sizeof(refined));
+    if (strcmp(refined, t->state.refined_query)) {
+        struct state_delta d = {.kind = DELTA_REFINED_QUERY, .text = refined};
+        if ((rc = turn_apply(t, &d, err)))
+            return rc;
+    }
+    if (turn_emit(t, "info", "classify.kind",
+                  json_pack("{s:s,s:s,s:b}", "kind",
+                            t->kind == TURN_SLOT_FILL ? "slot_fill" : "new_question",
+                            "refined_query", t->state.refined_query, "real_question",
+                            r.real_question),
+                  "%s: %s", t->kind == TURN_SLOT_FILL ? "slot_fill" : "new_question",
+                  t->state.refined_query))
+        return keel_error_set(err, KEEL_ENOMEM, "classify", "out of memory");
+    return KEEL_OK;
+}

@@ -1,0 +1,315 @@
+/*
+ * stage_compose.c — compose: the built-in extractive responder. It
+ * answers only from what resolve found — paper records, corpus passages,
+ * a path's honest "I can't" — cites each source by number, and says
+ * plainly when nothing was found. It invents nothing: every sentence of
+ * an answer is a sentence of a source or a fixed text of the pack
+ * (pipeline.messages, with English defaults here).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pipeline/turn.h"
+
+#define SENTENCES_PER_PASSAGE 2
+#define PASSAGES_PER_ANSWER 3
+#define ABSTRACT_SENTENCE_MAX 300
+
+/* Appends template `tmpl` with {name} replaced from names/values. */
+static int add_template(struct keel_buf *b, const char *tmpl, const char *const *names,
+                        const char *const *values, int n)
+{
+    int rc = KEEL_OK;
+
+    for (const char *p = tmpl; *p && !rc;) {
+        int done = 0;
+        if (*p == '{')
+            for (int i = 0; i < n && !done; i++) {
+                size_t len = strlen(names[i]);
+                if (!strncmp(p + 1, names[i], len) && p[len + 1] == '}') {
+                    rc = keel_buf_adds(b, values[i]);
+                    p += len + 2;
+                    done = 1;
+                }
+            }
+        if (!done)
+            rc = keel_buf_addc(b, *p++);
+    }
+    return rc;
+}
+
+static const char *message(const struct turn *t, const char *key, const char *fallback)
+{
+    return config_message(&t->pl->cfg, key, fallback);
+}
+
+/* " (2022–2026, open access only)" from the tool's final arguments. */
+static void filters_text(const json_t *args, char *out, size_t n)
+{
+    int from = (int)json_integer_value(json_object_get(args, "year_from"));
+    int to = (int)json_integer_value(json_object_get(args, "year_to"));
+    int oa = json_is_true(json_object_get(args, "open_access_only"));
+    char years[32] = "";
+
+    if (from && to)
+        snprintf(years, sizeof(years), from == to ? "%d" : "%d\u2013%d", from, to);
+    else if (from)
+        snprintf(years, sizeof(years), "%d on", from);
+    else if (to)
+        snprintf(years, sizeof(years), "up to %d", to);
+    if (years[0] || oa)
+        snprintf(out, n, " (%s%s%s)", years, years[0] && oa ? ", " : "", oa ? "open access only" : "");
+    else
+        out[0] = '\0';
+}
+
+/* The first sentence of `text`, at most ABSTRACT_SENTENCE_MAX bytes cut
+ * at a word. */
+static int add_first_sentence(struct keel_buf *b, const char *text)
+{
+    size_t n = 0, len = strlen(text);
+
+    while (n < len && !(strchr(".?!", text[n]) && (text[n + 1] == ' ' || !text[n + 1])))
+        n++;
+    if (n < len)
+        n++;
+    if (n > ABSTRACT_SENTENCE_MAX) {
+        n = ABSTRACT_SENTENCE_MAX;
+        while (n > 0 && text[n] != ' ')
+            n--;
+        return keel_buf_addf(b, "%.*s\u2026", (int)n, text);
+    }
+    return keel_buf_add(b, text, n);
+}
+
+static int compose_papers(struct turn *t, const struct sub_result *r, struct keel_buf *b)
+{
+    const char *query = json_string_value(json_object_get(r->args, "query"));
+    size_t n = json_array_size(r->items), i;
+    char filters[96], count[16];
+    const char *names[] = {"n", "query", "filters"};
+    const char *values[] = {count, query ? query : "", filters};
+    json_t *paper;
+    int rc;
+
+    filters_text(r->args, filters, sizeof(filters));
+    snprintf(count, sizeof(count), "%zu", n);
+    if (!n)
+        return add_template(b, message(t, "papers_none",
+                                       "I found no papers on \u201c{query}\u201d{filters} in the library."),
+                            names, values, 3);
+    if ((rc = add_template(b, message(t, "papers_found",
+                                      "I found {n} papers on \u201c{query}\u201d{filters}:"),
+                           names, values, 3)))
+        return rc;
+    json_array_foreach(r->items, i, paper) {
+        int number = (int)json_array_size(t->sources) + 1;
+        json_t *year = json_object_get(paper, "year");
+        const char *venue = json_string_value(json_object_get(paper, "venue"));
+        const char *abstract = json_string_value(json_object_get(paper, "abstract"));
+        const char *url = json_string_value(json_object_get(paper, "pdf_url"));
+
+        if (!url)
+            url = json_string_value(json_object_get(paper, "url"));
+        rc = keel_buf_addf(b, "\n%zu. %s (", i + 1,
+                           json_string_value(json_object_get(paper, "title")));
+        if (!rc && json_is_integer(year))
+            rc = keel_buf_addf(b, "%d%s", (int)json_integer_value(year), venue ? ", " : "");
+        if (!rc && venue)
+            rc = keel_buf_adds(b, venue);
+        if (!rc)
+            rc = keel_buf_addf(b, ") [%d]", number);
+        if (!rc && abstract && *abstract) {
+            rc = keel_buf_adds(b, "\n   ");
+            if (!rc)
+                rc = add_first_sentence(b, abstract);
+        }
+        if (rc || json_array_append_new(
+                      t->sources,
+                      json_pack("{s:i,s:s,s:O?,s:O?,s:O?,s:s?,s:O?,s:O?}", "n", number, "kind",
+                                "paper", "id", json_object_get(paper, "id"), "title",
+                                json_object_get(paper, "title"), "year", year, "url", url, "venue",
+                                json_object_get(paper, "venue"), "is_open_access",
+                                json_object_get(paper, "is_open_access"))))
+            return KEEL_ENOMEM;
+    }
+    return KEEL_OK;
+}
+
+/* The number of a passage's document among the sources, added when new. */
+static int source_number(struct turn *t, const json_t *passage)
+{
+    const char *doc = json_string_value(json_object_get(passage, "document_id"));
+    size_t i;
+    json_t *s;
+
+    json_array_foreach(t->sources, i, s)
+        if (doc && json_equal(json_object_get(s, "document_id"), json_object_get(passage, "document_id")))
+            return (int)json_integer_value(json_object_get(s, "n"));
+    int n = (int)json_array_size(t->sources) + 1;
+    if (json_array_append_new(
+            t->sources,
+            json_pack("{s:i,s:s,s:O?,s:O?,s:O?,s:O?,s:O?,s:O?}", "n", n, "kind",
+                      doc ? "passage" : "web", "document_id", json_object_get(passage, "document_id"),
+                      "title", json_object_get(passage, "title"), "section",
+                      json_object_get(passage, "section"), "source",
+                      json_object_get(passage, doc ? "source" : "url"), "confidence",
+                      json_object_get(passage, "confidence"), "band",
+                      json_object_get(passage, "band"))))
+        return -1;
+    return n;
+}
+
+struct sentence {
+    size_t start, len;
+    double score;
+};
+
+/* Up to SENTENCES_PER_PASSAGE sentences of `text` that share the most
+ * content words with the query, in text order. */
+static int add_best_sentences(struct turn *t, struct keel_buf *b, const char *query,
+                              const char *text, int number)
+{
+    struct sentence best[SENTENCES_PER_PASSAGE] = {{0, 0, 0}};
+    size_t len = strlen(text), start = 0;
+    char piece[1024];
+    int rc = KEEL_OK, any = 0;
+
+    for (size_t i = 0; i <= len; i++) {
+        int end = i == len || text[i] == '\n' ||
+                  (strchr(".?!", text[i]) && (i + 1 == len || text[i + 1] == ' '));
+        if (!end)
+            continue;
+        size_t n = i - start + (i < len && text[i] != '\n');
+        while (n && (text[start] == ' ' || text[start] == '#' || text[start] == '>' ||
+                     text[start] == '-' || text[start] == '*')) {
+            start++;
+            n--;
+        }
+        if (n > 20 && n < sizeof(piece)) {
+            memcpy(piece, text + start, n);
+            piece[n] = '\0';
+            double score = tools_coverage(&t->pl->cfg, query, piece);
+            for (int k = 0; k < SENTENCES_PER_PASSAGE; k++)
+                if (score > best[k].score) {
+                    memmove(best + k + 1, best + k, (SENTENCES_PER_PASSAGE - 1 - k) * sizeof(*best));
+                    best[k] = (struct sentence){start, n, score};
+                    break;
+                }
+        }
+        start = i + 1;
+    }
+    if (SENTENCES_PER_PASSAGE == 2 && best[1].len && best[1].start < best[0].start) {
+        struct sentence tmp = best[0];
+        best[0] = best[1];
+        best[1] = tmp;
+    }
+    for (int k = 0; k < SENTENCES_PER_PASSAGE && !rc; k++)
+        if (best[k].len) {
+            rc = keel_buf_addf(b, "%s%.*s", any ? " " : "", (int)best[k].len,
+                               text + best[k].start);
+            any = 1;
+        }
+    if (!rc && any)
+        rc = keel_buf_addf(b, " [%d]", number);
+    return rc ? rc : any;
+}
+
+static int compose_passages(struct turn *t, const struct sub_result *r, struct keel_buf *b)
+{
+    const char *query = json_string_value(json_object_get(r->args, "query"));
+    const char *names[] = {"query"};
+    const char *values[] = {query ? query : ""};
+    size_t i;
+    json_t *p;
+    int used = 0, rc = KEEL_OK;
+
+    if (!strcmp(r->band, "caution") &&
+        (rc = keel_buf_addf(b, "%s\n", message(t, "rag_caution",
+                                               "Our materials only partly cover this, so please "
+                                               "check the details with your plan."))))
+        return rc;
+    json_array_foreach(r->items, i, p) {
+        const char *band = json_string_value(json_object_get(p, "band"));
+        int number;
+
+        if (used == PASSAGES_PER_ANSWER || (band && !strcmp(band, "abstain")))
+            continue;
+        if ((number = source_number(t, p)) < 0)
+            return KEEL_ENOMEM;
+        if (used && (rc = keel_buf_addc(b, '\n')))
+            return rc;
+        rc = add_best_sentences(t, b, query ? query : "",
+                                json_string_value(json_object_get(p, band ? "text" : "snippet")),
+                                number);
+        if (rc < 0 || rc > 1)
+            return KEEL_ENOMEM;
+        used += rc;
+    }
+    if (!used)
+        return add_template(b, message(t, "rag_none",
+                                       "I couldn't find an answer to \u201c{query}\u201d in our "
+                                       "materials."),
+                            names, values, 1);
+    return KEEL_OK;
+}
+
+static int compose_conversation(struct turn *t, struct keel_buf *b)
+{
+    const struct thread_state *st = &t->state;
+    const char *names[] = {"topic", "question"};
+    const char *values[] = {st->research_topic, st->research_question};
+
+    if (st->research_topic[0] || st->research_question[0])
+        return add_template(b, message(t, st->research_topic[0] ? "conversation_topic"
+                                                                : "conversation_question",
+                                       st->research_topic[0]
+                                           ? "Your research topic is \u201c{topic}\u201d. Ask me to "
+                                             "find papers on it, for example \u201cfind recent "
+                                             "papers on this topic\u201d."
+                                           : "Your research question is \u201c{question}\u201d. "
+                                             "Ask me to find papers on it."),
+                            names, values, 2);
+    return keel_buf_adds(b, message(t, "conversation",
+                                    "I answer from the sources I can search. Ask me to find "
+                                    "something, for example \u201cfind recent papers on graph "
+                                    "neural networks\u201d."));
+}
+
+static int compose_sub(struct turn *t, int i, struct keel_buf *b)
+{
+    const struct sub_result *r = &t->results[i];
+    const struct config_path *path = &t->pl->cfg.paths[t->state.blueprint.subs[i].path];
+
+    if (r->unavailable)
+        return keel_buf_adds(b, path->unavailable ? path->unavailable
+                                                  : message(t, "unavailable",
+                                                            "I can't answer that here."));
+    if (!r->ran)
+        return compose_conversation(t, b);
+    if (!strcmp(r->tool, "search_papers"))
+        return compose_papers(t, r, b);
+    return compose_passages(t, r, b);
+}
+
+int stage_compose(struct turn *t, struct keel_error *err)
+{
+    const struct blueprint *bp = &t->state.blueprint;
+    int rc = KEEL_OK;
+
+    for (int i = 0; i < bp->n_subs && !rc; i++) {
+        if (bp->n_subs > 1)
+            rc = keel_buf_addf(&t->answer, "%s%d. %s\n", i ? "\n\n" : "", i + 1, bp->subs[i].text);
+        if (!rc)
+            rc = compose_sub(t, i, &t->answer);
+    }
+    if (rc)
+        return keel_error_set(err, rc == KEEL_ETOOBIG ? KEEL_ETOOBIG : KEEL_ENOMEM, "answer",
+                              "the answer could not be built");
+    if (turn_emit(t, "info", "compose.done",
+                  json_pack("{s:i,s:i}", "bytes", (int)t->answer.len, "sources",
+                            (int)json_array_size(t->sources)),
+                  "extractive answer, %d sources", (int)json_array_size(t->sources)))
+        return keel_error_set(err, KEEL_ENOMEM, "compose", "out of memory");
+    return KEEL_OK;
+}

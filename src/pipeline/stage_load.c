@@ -1,0 +1,55 @@
+/*
+ * stage_load.c — load: read the conversation (thread state, blueprint,
+ * turn count) or start a new one. A conversation id that does not exist,
+ * or that belongs to another pack, is bad input.
+ */
+#include <string.h>
+
+#include "core/json.h"
+#include "pipeline/turn.h"
+
+static int load_existing(struct turn *t, const char *id, struct keel_error *err)
+{
+    struct store_conversation conv;
+    json_t *json = NULL;
+    int rc = store_load_conversation(t->pl->store, id, &conv, err);
+
+    if (rc)
+        return rc;
+    if (strcmp(conv.pack, t->pl->pack->name)) {
+        rc = keel_error_set(err, KEEL_EINVAL, "conversation_id",
+                            "conversation \"%s\" belongs to pack %s, not %s", id, conv.pack,
+                            t->pl->pack->name);
+    } else if (!(rc = keel_json_parse(conv.state_json, strlen(conv.state_json), STORE_TEXT_MAX,
+                                      "state", &json, err))) {
+        rc = state_from_json(&t->state, &t->pl->cfg, json, err);
+        t->seq = conv.turns + 1;
+    }
+    json_decref(json);
+    store_conversation_release(&conv);
+    return rc;
+}
+
+int stage_load(struct turn *t, struct keel_error *err)
+{
+    const char *id = t->req->conversation_id;
+    int rc;
+
+    if (id && *id) {
+        snprintf(t->conversation_id, sizeof(t->conversation_id), "%s", id);
+        if ((rc = load_existing(t, id, err)))
+            return rc;
+    } else {
+        keel_id_new("conv", t->conversation_id, sizeof(t->conversation_id));
+        t->seq = 1;
+    }
+    snprintf(t->stage_before, sizeof(t->stage_before), "%s", t->state.stage);
+    return turn_emit(t, "info", "load.state",
+                     json_pack("{s:s,s:i,s:s,s:b}", "conversation_id", t->conversation_id, "turn",
+                               t->seq, "stage", t->state.stage, "blueprint",
+                               t->state.blueprint.active),
+                     "%s turn %d, stage %s", t->seq == 1 ? "new conversation" : "conversation",
+                     t->seq, t->state.stage)
+               ? keel_error_set(err, KEEL_ENOMEM, "load", "out of memory")
+               : KEEL_OK;
+}

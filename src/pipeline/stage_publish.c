@@ -1,0 +1,140 @@
+/*
+ * stage_publish.c — publish: ONE store transaction writes the turn, both
+ * messages, the state after the turn's deltas, every event, the decision
+ * log (intent, route, tool, final arguments, stage transition, reasons)
+ * and the seed-000 quality counters:
+ *
+ *   turns, clarifications
+ *   direct_search_turns              the policy said direct_search
+ *   direct_search_tool_called        … and its forced tool ran
+ *   direct_search_clarified_first    … but the turn asked a question instead
+ *   recency_filtered_turns           the policy set a year filter
+ *   recency_filter_compliant         … and the tool ran with exactly it
+ *   stage_transitions_expected       a forced search found papers and the
+ *                                    policy names a transition
+ *   stage_transitions_done           … and the stage is now its target
+ *
+ * Publish emits its end event before writing, so the stored events are
+ * complete; if the write fails nothing of the turn exists.
+ */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "pipeline/turn.h"
+
+struct counters {
+    struct store_metric m[10];
+    size_t n;
+};
+
+static void count(struct counters *c, const char *name, int yes)
+{
+    if (yes)
+        c->m[c->n++] = (struct store_metric){name, 1};
+}
+
+static int recency_compliant(const struct turn *t, const json_t *args)
+{
+    const struct policy_search *s = &t->decision.search;
+
+    return args && json_integer_value(json_object_get(args, "year_from")) == s->year_from &&
+           json_integer_value(json_object_get(args, "year_to")) == s->year_to;
+}
+
+static void quality_counters(const struct turn *t, const char *tool, const json_t *args,
+                             struct counters *c)
+{
+    const struct policy_decision *d = &t->decision;
+    int direct = !t->ended || t->decision.intent == POLICY_INTENT_DIRECT_SEARCH;
+    int direct_search = d->intent == POLICY_INTENT_DIRECT_SEARCH && direct;
+    int filtered = d->has_search && (d->search.year_from || d->search.year_to);
+    int expected = d->stage_transition && t->forced_tool_ran && tool &&
+                   !strcmp(tool, t->pl->pack->tools[d->force_tool].name) &&
+                   json_array_size(t->results[0].items) > 0;
+
+    count(c, "turns", 1);
+    count(c, "clarifications", t->clarification != NULL);
+    count(c, "direct_search_turns", direct_search);
+    count(c, "direct_search_tool_called", direct_search && t->forced_tool_ran);
+    count(c, "direct_search_clarified_first", direct_search && t->clarification != NULL);
+    count(c, "recency_filtered_turns", filtered && t->forced_tool_ran);
+    count(c, "recency_filter_compliant", filtered && t->forced_tool_ran && recency_compliant(t, args));
+    count(c, "stage_transitions_expected", expected);
+    count(c, "stage_transitions_done",
+          expected && !strcmp(t->state.stage, d->stage_transition));
+}
+
+/* The tool the decision log names: the policy's forced tool when it ran,
+ * else the first tool called. */
+static const char *logged_tool(const struct turn *t)
+{
+    if (t->forced_tool_ran)
+        return t->pl->pack->tools[t->decision.force_tool].name;
+    return json_string_value(json_array_get(t->tools_called, 0));
+}
+
+int stage_publish(struct turn *t, struct keel_error *err)
+{
+    struct store_turn_record rec;
+    struct counters c = {.n = 0};
+    json_t *state = NULL, *decision = NULL;
+    const char *tool = logged_tool(t);
+    const json_t *args = tool ? json_object_get(t->tool_args, tool) : NULL;
+    char *texts[7] = {NULL};
+    int rc = KEEL_ENOMEM;
+
+    struct state_delta turns = {.kind = DELTA_TURNS, .index = t->seq};
+    if ((rc = turn_apply(t, &turns, err)))
+        return rc;
+    rc = KEEL_ENOMEM;
+    quality_counters(t, tool, args, &c);
+    if (turn_emit(t, "end", NULL, json_pack("{s:i}", "events", t->event_seq + 1),
+                  "publish: writing turn %d", t->seq))
+        goto out;
+    state = state_to_json(&t->state, &t->pl->cfg);
+    decision = policy_decision_json(t->pl->policy, &t->decision);
+    if (!state || !decision)
+        goto out;
+    texts[0] = json_dumps(state, JSON_COMPACT);
+    texts[1] = json_dumps(t->deltas, JSON_COMPACT);
+    texts[2] = json_dumps(t->events, JSON_COMPACT);
+    texts[3] = json_dumps(t->sources, JSON_COMPACT);
+    texts[4] = json_dumps(json_object_get(decision, "reasons"), JSON_COMPACT);
+    texts[5] = json_dumps(decision, JSON_COMPACT);
+    texts[6] = args ? json_dumps(args, JSON_COMPACT) : NULL;
+    for (int i = 0; i < 6; i++)
+        if (!texts[i])
+            goto out;
+    memset(&rec, 0, sizeof(rec));
+    rec.conversation_id = t->conversation_id;
+    rec.pack = t->pl->pack->name;
+    rec.seq = t->seq;
+    rec.correlation_id = t->correlation_id;
+    rec.ts_ms = t->now;
+    rec.user_text = t->req->message;   /* the transcript keeps what was said; state never does */
+    rec.assistant_text = t->answer.data;
+    rec.clarification = t->clarification != NULL;
+    rec.state_json = texts[0];
+    rec.deltas_json = texts[1];
+    rec.events_json = texts[2];
+    rec.sources_json = texts[3];
+    rec.reasons_json = texts[4];
+    rec.decision_json = texts[5];
+    rec.arguments_json = texts[6];
+    rec.intent = policy_intent_name(t->decision.intent);
+    rec.route = policy_route_name(t->decision.route);
+    rec.tool = tool;
+    rec.stage_from = t->stage_before;
+    rec.stage_to = t->state.stage;
+    rec.metrics = c.m;
+    rec.n_metrics = c.n;
+    rc = store_save_turn(t->pl->store, &rec, err);
+out:
+    if (rc == KEEL_ENOMEM && !err->code)
+        keel_error_set(err, KEEL_ENOMEM, "publish", "out of memory");
+    for (int i = 0; i < 7; i++)
+        free(texts[i]);
+    json_decref(state);
+    json_decref(decision);
+    return rc;
+}

@@ -1,0 +1,178 @@
+/*
+ * stage_resolve.c — resolve: run each pending subquestion on its path.
+ *
+ * A path without a tool answers from its `unavailable` text (patient:
+ * "I can't access your records") or, for the conversation path, leaves
+ * the answer to compose. A path with a tool runs it when the tool is in
+ * the registry, in the pack, and allowed for the turn's role; arguments
+ * are proposed from the refined subquestion and then overridden by the
+ * policy's (query, count, years, open access), so nothing proposed can
+ * widen a search the policy narrowed. A successful forced search (one
+ * or more papers) applies the policy's stage transition, with a history
+ * entry.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pipeline/turn.h"
+
+static json_t *proposed_args(const struct turn *t, const struct tool_def *tool, const char *text)
+{
+    char refined[STATE_TEXT_MAX];
+    json_t *args;
+
+    turn_refine(t, text, refined, sizeof(refined));
+    args = json_pack("{s:s}", "query", refined);
+    if (args && !strcmp(tool->name, "rag_search"))
+        json_object_set_new(args, "top_k", json_integer(t->pl->cfg.top_k));
+    return args;
+}
+
+/* Policy arguments override proposed ones (seed 000 Phase C). */
+static void policy_override(const struct turn *t, const struct tool_def *tool, json_t *args)
+{
+    const struct policy_decision *d = &t->decision;
+
+    if (!d->has_search || d->force_tool < 0 ||
+        strcmp(t->pl->pack->tools[d->force_tool].name, tool->name))
+        return;
+    if (d->search.query_len)
+        json_object_set_new(args, "query", json_stringn(d->search.query, d->search.query_len));
+    if (!strcmp(tool->name, "search_papers")) {
+        json_object_set_new(args, "count", json_integer(d->search.count));
+        json_object_set_new(args, "open_access_only", json_boolean(d->search.open_access_only));
+        if (d->search.year_from)
+            json_object_set_new(args, "year_from", json_integer(d->search.year_from));
+        if (d->search.year_to)
+            json_object_set_new(args, "year_to", json_integer(d->search.year_to));
+    } else {
+        json_object_set_new(args, "top_k", json_integer(d->search.count));
+    }
+}
+
+static int mark(struct turn *t, int i, enum sub_status status, struct keel_error *err)
+{
+    struct state_delta d = {.kind = DELTA_SUB_STATUS, .index = i, .mask = status};
+
+    return turn_apply(t, &d, err);
+}
+
+static int unavailable(struct turn *t, int i, const char *why, struct keel_error *err)
+{
+    t->results[i].unavailable = 1;
+    if (turn_emit(t, "info", "resolve.unavailable", json_pack("{s:i}", "subquestion", i), "%s",
+                  why))
+        return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
+    return mark(t, i, SUB_UNAVAILABLE, err);
+}
+
+static const char *outcome_key(const struct sub_result *r)
+{
+    static char key[48];
+
+    snprintf(key, sizeof(key), "resolve.%s", r->band);
+    return key;
+}
+
+static int after_search(struct turn *t, int i, const struct tool_def *tool, json_t *out,
+                        struct keel_error *err)
+{
+    struct sub_result *r = &t->results[i];
+    int n;
+
+    r->ran = 1;
+    r->tool = tool->name;
+    if (!strcmp(tool->name, "search_papers")) {
+        r->items = json_incref(json_object_get(out, "papers"));
+        n = (int)json_array_size(r->items);
+        r->band = n ? "found" : "none";
+    } else {
+        r->items = json_incref(json_object_get(out, "passages"));
+        r->confidence = json_number_value(json_object_get(out, "best_confidence"));
+        r->band = json_string_value(json_object_get(out, "band"));
+        n = (int)json_array_size(r->items);
+        if (json_object_get(out, "web")) {
+            json_t *web = json_object_get(out, "web");
+            for (size_t k = 0; k < json_array_size(web); k++)
+                json_array_append(r->items, json_array_get(web, k));
+            if (turn_emit(t, "info", "resolve.fallback", NULL, "web fallback %s: %d results",
+                          json_string_value(json_object_get(out, "web_fallback")),
+                          (int)json_array_size(web)))
+                return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
+        } else if (json_object_get(out, "web_fallback") &&
+                   turn_emit(t, "info", NULL, NULL,
+                             "corpus confidence %.2f is low and no web fallback is configured",
+                             r->confidence)) {
+            return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
+        }
+    }
+    if (turn_emit(t, "info", outcome_key(r),
+                  json_pack("{s:s,s:i,s:f}", "tool", tool->name, "results", n, "confidence",
+                            r->confidence),
+                  "%s: %d results (%s)", tool->name, n, r->band))
+        return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
+    return mark(t, i, SUB_ANSWERED, err);
+}
+
+static int stage_transition(struct turn *t, const struct tool_def *tool, struct keel_error *err)
+{
+    const struct policy_decision *d = &t->decision;
+
+    if (d->force_tool < 0 || strcmp(t->pl->pack->tools[d->force_tool].name, tool->name) ||
+        !d->stage_transition)
+        return KEEL_OK;
+    struct state_delta delta = {.kind = DELTA_STAGE, .text = d->stage_transition,
+                                .reason = "search_succeeded", .number = 1.0};
+    return turn_apply(t, &delta, err);
+}
+
+static int run_sub(struct turn *t, int i, struct keel_error *err)
+{
+    const struct blueprint_sub *sub = &t->state.blueprint.subs[i];
+    const struct config_path *path = &t->pl->cfg.paths[sub->path];
+    const struct tool_def *tool;
+    struct tool_env env = {t->pl->store, t->pl->web, &t->pl->cfg};
+    json_t *args, *out = NULL;
+    int index, rc;
+
+    if (!path->tool) {
+        if (path->unavailable)
+            return unavailable(t, i, "path has no capability for this", err);
+        return mark(t, i, SUB_ANSWERED, err);   /* conversation: compose answers */
+    }
+    tool = tools_find(path->tool);
+    index = pack_tool_index(t->pl->pack, path->tool, strlen(path->tool));
+    if (!tool)
+        return unavailable(t, i, "tool is not in the registry", err);
+    if (!pack_role_may_call(t->pl->pack, t->role, index))
+        return unavailable(t, i, "the role may not call this tool", err);
+    if (!(args = proposed_args(t, tool, sub->text)))
+        return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
+    policy_override(t, tool, args);
+    t->results[i].args = args;
+    if (turn_emit(t, "info", "resolve.search", json_pack("{s:s,s:O}", "tool", tool->name, "args",
+                                                        args),
+                  "calling %s", tool->name) ||
+        json_array_append_new(t->tools_called, json_string(tool->name)) ||
+        json_object_set(t->tool_args, tool->name, args))
+        return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
+    if ((rc = tools_run(tool, &env, args, &out, err)))
+        return rc;   /* bad arguments or a store failure: the turn fails, nothing is stored */
+    rc = after_search(t, i, tool, out, err);
+    json_decref(out);
+    if (t->decision.force_tool == index)
+        t->forced_tool_ran = 1;
+    if (!rc && (json_array_size(t->results[i].items) > 0 || strcmp(tool->name, "search_papers")))
+        rc = stage_transition(t, tool, err);
+    return rc;
+}
+
+int stage_resolve(struct turn *t, struct keel_error *err)
+{
+    int rc;
+
+    for (int i = 0; i < t->state.blueprint.n_subs; i++)
+        if (t->state.blueprint.subs[i].status == SUB_PENDING && (rc = run_sub(t, i, err)))
+            return rc;
+    return KEEL_OK;
+}

@@ -1,0 +1,65 @@
+/*
+ * tools.h — the tool registry: every tool keel can run, with its name,
+ * JSON schema, access (read|write) and implementation. A pack enables
+ * tools by listing them; the pipeline runs only tools that are both in
+ * the registry and in the pack, for roles the pack allows, with
+ * arguments checked against the schema. Policy arguments override any
+ * proposed arguments before the check (see stage_resolve.c).
+ *
+ *   search_papers   the local paper library, native year and
+ *                   open-access filters (store_search_papers)
+ *   rag_search      the document corpus, BM25, each passage with a
+ *                   confidence and a band (abstain | caution | confident);
+ *                   the web fallback runs when the best passage is below
+ *                   the abstain threshold and a fallback is configured
+ */
+#ifndef KEEL_PIPELINE_TOOLS_H
+#define KEEL_PIPELINE_TOOLS_H
+
+#include <jansson.h>
+
+#include "core/error.h"
+#include "pipeline/config.h"
+#include "pipeline/pipeline.h"
+#include "store/store.h"
+
+#define TOOL_QUERY_MAX 512
+
+/* What a tool may reach. */
+struct tool_env {
+    struct store *store;
+    const struct web_fallback *web;     /* may be NULL */
+    const struct pipeline_config *cfg;  /* thresholds, stopwords */
+};
+
+struct tool_def {
+    const char *name;
+    const char *description;
+    const char *schema;   /* JSON Schema (object, properties, required) as text */
+    int access;           /* PACK_READ or PACK_WRITE */
+    int (*run)(const struct tool_env *env, const json_t *args, json_t **result,
+               struct keel_error *err);
+};
+
+/* The registry entry named `name`, or NULL. */
+const struct tool_def *tools_find(const char *name);
+
+/* Checks `args` against the tool's schema: an object, only known
+ * properties, required ones present, types, integer bounds and string
+ * lengths. KEEL_EINVAL names the argument ("args.count"). */
+int tools_check_args(const struct tool_def *tool, const json_t *args, struct keel_error *err);
+
+/* Checks and runs. On success *result is a new JSON object. */
+int tools_run(const struct tool_def *tool, const struct tool_env *env, const json_t *args,
+              json_t **result, struct keel_error *err);
+
+/* The share of `query`'s content words (stopwords of the config left
+ * out) that occur in `text`, from 0 to 1; words match on a common prefix
+ * so plurals and inflections count. A query with no content word scores
+ * 0. */
+double tools_coverage(const struct pipeline_config *cfg, const char *query, const char *text);
+
+/* The band of a confidence under the config's thresholds. */
+const char *tools_band(const struct pipeline_config *cfg, double confidence);
+
+#endif

@@ -1,0 +1,133 @@
+/*
+ * turn.h — what the stages of one turn share: the pipeline (pack,
+ * policy, config, store, tools) and the turn context they fill in order.
+ * Internal to src/pipeline/.
+ */
+#ifndef KEEL_PIPELINE_TURN_H
+#define KEEL_PIPELINE_TURN_H
+
+#include <jansson.h>
+
+#include "core/buf.h"
+#include "core/id.h"
+#include "pipeline/config.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/state.h"
+#include "pipeline/tools.h"
+#include "policy/policy.h"
+
+struct pipeline {
+    struct pack *pack;
+    struct policy *policy;
+    struct pipeline_config cfg;
+    struct store *store;
+    const struct web_fallback *web;
+    char pack_dir[4200];
+};
+
+enum turn_kind { TURN_NEW_QUESTION, TURN_SLOT_FILL };
+
+/* What resolve found for one subquestion. */
+struct sub_result {
+    int ran;                  /* a tool ran */
+    int unavailable;          /* the path cannot answer */
+    const char *tool;         /* tool that ran */
+    json_t *args;             /* its final arguments */
+    json_t *items;            /* papers or passages (owned) */
+    const char *band;         /* confident | caution | abstain | none */
+    double confidence;
+};
+
+struct turn {
+    struct pipeline *pl;
+    const struct turn_request *req;
+    int64_t now;
+    char conversation_id[KEEL_ID_MAX + 80];
+    char correlation_id[KEEL_ID_MAX];
+    int seq;                           /* this turn's number, from 1 */
+    int role;
+
+    struct thread_state state;         /* changed only through turn_apply */
+    char stage_before[CONFIG_STAGE_MAX];
+    json_t *deltas;
+    json_t *events;
+    int event_seq;
+    const char *stage_name;            /* the stage running */
+
+    /* classify */
+    enum turn_kind kind;
+    char effective[STATE_TEXT_MAX];    /* the message the later stages read */
+    size_t effective_len;
+
+    /* decide */
+    struct policy_context pctx;
+    struct policy_decision decision;
+
+    /* plan */
+    json_t *blueprint;                 /* the blueprint this turn planned or resumed, or NULL */
+
+    /* resolve */
+    struct sub_result results[BLUEPRINT_MAX_SUBS];
+    json_t *tools_called;              /* [name…] */
+    json_t *tool_args;                 /* {name: args} of the last call of each */
+    int forced_tool_ran;               /* the policy's forced tool ran and succeeded */
+
+    /* compose / clarify */
+    struct keel_buf answer;
+    json_t *sources;
+    char *clarification;               /* owned; NULL when none */
+    int ended;                         /* a stage ended the turn early */
+};
+
+/* A stage: returns KEEL_OK (possibly setting t->ended) or an error that
+ * fails the turn without storing anything. */
+typedef int (*stage_fn)(struct turn *t, struct keel_error *err);
+
+int stage_load(struct turn *t, struct keel_error *err);
+int stage_classify(struct turn *t, struct keel_error *err);
+int stage_decide(struct turn *t, struct keel_error *err);
+int stage_plan(struct turn *t, struct keel_error *err);
+int stage_clarify(struct turn *t, struct keel_error *err);
+int stage_resolve(struct turn *t, struct keel_error *err);
+int stage_compose(struct turn *t, struct keel_error *err);
+int stage_artifact(struct turn *t, struct keel_error *err);
+int stage_remember(struct turn *t, struct keel_error *err);
+int stage_publish(struct turn *t, struct keel_error *err);
+
+/* Emits an event of the running stage. `kind` is start|end|info|token|
+ * error; `key` ("resolve.search", or NULL for the stage itself) picks the
+ * user text from the pack's event mapping: mapped events have level
+ * "both", the rest "technical". `extra` (stolen, may be NULL) carries
+ * structured data. Returns KEEL_ENOMEM when the event cannot be built. */
+int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
+              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Applies a delta to the turn's state and records it. */
+int turn_apply(struct turn *t, const struct state_delta *delta, struct keel_error *err);
+
+/* Extraction helpers (extract.c). */
+
+/* Text following the first phrase of `category` in `msg`, up to the end
+ * of its sentence, trimmed and with patient identifiers redacted; "" when
+ * no such phrase. */
+void extract_after_lead(const struct pipeline_config *cfg, const char *msg, size_t n,
+                        int category, char *out, size_t cap);
+
+/* Slot values named in `msg`: values[s] is the value index of slot s or
+ * -1. Returns how many slots were named. */
+int extract_slots(const struct pipeline_config *cfg, const char *msg, size_t n,
+                  int values[CONFIG_MAX_SLOTS]);
+
+/* Writes `text` into `out` followed by the refine phrase ("for {value}")
+ * of every known jurisdiction slot some path needs, unless the message
+ * already names that value (by value or alias): "how do I file an
+ * appeal" + payer Sunshine Health → "how do I file an appeal for
+ * Sunshine Health", never twice. */
+void turn_refine(const struct turn *t, const char *text, char *out, size_t cap);
+
+/* Copies `msg` into `out` with patient identifiers (dates, member ids,
+ * MRNs, names after "patient"/"member"/"name is") replaced by
+ * "[redacted]". */
+void extract_redact(const char *msg, size_t n, char *out, size_t cap);
+
+#endif
