@@ -6,7 +6,7 @@
 #                             the same unit tests under sanitizers (in build/san)
 #   make bench [BENCH=policy] benchmarks, one JSON object per line
 #   make fuzz [FUZZ_SECONDS=60]  libFuzzer targets under ASan+UBSan (clang)
-#   make run                  build and run keel's main job
+#   make run [PACK=payer]     build and run keel's main job (keel chat)
 #
 # Dependencies come from pkg-config only; scripts/install-deps installs them.
 
@@ -109,8 +109,11 @@ fuzz-build: $(FUZZ_BINS)
 fuzz: fuzz-build
 	KEEL_ROOT=$(CURDIR) FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh $(FUZZ_BINS)
 
+# Until the server lands, keel's main job is a conversation in the
+# terminal; PACK=payer shows clarification and the policy corpus.
+PACK      ?= scholar
 run: $(KEEL)
-	$(KEEL) policy shell
+	$(KEEL) chat --pack $(PACK)
 
 clean:
 	rm -rf $(BUILD)

@@ -1,11 +1,13 @@
 /*
  * fuzz_pack.c — the pack loader (YAML through libyaml into jansson, or
  * JSON) and the policy compiler on arbitrary bytes. The first byte picks
- * the format; a pack that loads is compiled and both are freed.
+ * the format; a pack that loads has its policy and pipeline sections
+ * compiled, and everything is freed.
  */
 #include <stdint.h>
 
 #include "fuzz_common.h"
+#include "pipeline/config.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -23,8 +25,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (pack_parse((const char *)data + 1, size - 1, (data[0] & 1) ? "fuzz.json" : "fuzz.yaml",
                    &pack, &err) == KEEL_OK) {
+        struct pipeline_config cfg;
         if (policy_new(pack, &policy, &err) == KEEL_OK)
             policy_free(policy);
+        if (config_load(pack, &cfg, &err) == KEEL_OK)
+            config_release(&cfg);
         pack_free(pack);
     }
     return 0;

@@ -160,6 +160,20 @@ static int source_number(struct turn *t, const json_t *passage)
     return n;
 }
 
+/* Appends `prefix` and `n` bytes of `text` without markdown emphasis
+ * marks ("**Mail:**" reads "Mail:"). */
+static int add_plain(struct keel_buf *b, const char *prefix, const char *text, size_t n)
+{
+    int rc = keel_buf_adds(b, prefix);
+
+    for (size_t i = 0; i < n && !rc; i++)
+        if (text[i] != '*' && !(text[i] == '_' && i + 1 < n && text[i + 1] == '_'))
+            rc = keel_buf_addc(b, text[i]);
+        else if (text[i] == '_')
+            i++;
+    return rc;
+}
+
 struct sentence {
     size_t start, len;
     double score;
@@ -206,8 +220,7 @@ static int add_best_sentences(struct turn *t, struct keel_buf *b, const char *qu
     }
     for (int k = 0; k < SENTENCES_PER_PASSAGE && !rc; k++)
         if (best[k].len) {
-            rc = keel_buf_addf(b, "%s%.*s", any ? " " : "", (int)best[k].len,
-                               text + best[k].start);
+            rc = add_plain(b, any ? " " : "", text + best[k].start, best[k].len);
             any = 1;
         }
     if (!rc && any)

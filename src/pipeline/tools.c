@@ -319,7 +319,7 @@ static int run_rag_search(const struct tool_env *env, const json_t *args, json_t
     }
     chunk_hits_release(&hits);
     out = passages ? json_pack("{s:o,s:f,s:s}", "passages", passages, "best_confidence", best,
-                               "band", hits.n ? tools_band(env->cfg, best) : "abstain")
+                               "band", tools_band(env->cfg, best))
                    : NULL;
     if (!out)
         return keel_error_set(err, KEEL_ENOMEM, "rag_search", "out of memory");
