@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/alloc.h"
 #include "core/clock.h"
 #include "pipeline/pipeline.h"
 
@@ -107,7 +108,7 @@ static void print_json(const json_t *result)
 
     if (text)
         printf("%s\n", text);
-    free(text);
+    keel_free(text);
     json_decref(line);
 }
 
@@ -121,7 +122,7 @@ static void print_error(const struct chat *chat, const struct keel_error *err)
         char *text = line ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         if (text)
             printf("%s\n", text);
-        free(text);
+        keel_free(text);
         json_decref(line);
     }
 }

@@ -81,6 +81,7 @@ int stage_publish(struct turn *t, struct keel_error *err)
     const char *tool = logged_tool(t);
     const json_t *args = tool ? json_object_get(t->tool_args, tool) : NULL;
     char *texts[7] = {NULL};
+    char *user = keel_strndup(t->req->message, t->req->message_len);   /* the request's is not NUL-terminated */
     int rc = KEEL_ENOMEM;
 
     struct state_delta turns = {.kind = DELTA_TURNS, .index = t->seq};
@@ -105,13 +106,15 @@ int stage_publish(struct turn *t, struct keel_error *err)
     for (int i = 0; i < 6; i++)
         if (!texts[i])
             goto out;
+    if (!user)
+        goto out;
     memset(&rec, 0, sizeof(rec));
     rec.conversation_id = t->conversation_id;
     rec.pack = t->pl->pack->name;
     rec.seq = t->seq;
     rec.correlation_id = t->correlation_id;
     rec.ts_ms = t->now;
-    rec.user_text = t->req->message;   /* the transcript keeps what was said; state never does */
+    rec.user_text = user;   /* the transcript keeps what was said; state never does */
     rec.assistant_text = t->answer.data;
     rec.clarification = t->clarification != NULL;
     rec.state_json = texts[0];
@@ -133,7 +136,8 @@ out:
     if (rc == KEEL_ENOMEM && !err->code)
         keel_error_set(err, KEEL_ENOMEM, "publish", "out of memory");
     for (int i = 0; i < 7; i++)
-        free(texts[i]);
+        keel_free(texts[i]);
+    keel_free(user);
     json_decref(state);
     json_decref(decision);
     return rc;

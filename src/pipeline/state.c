@@ -443,7 +443,13 @@ int state_from_json(struct thread_state *state, const struct pipeline_config *cf
     if (!state->stage[0])
         snprintf(state->stage, sizeof(state->stage), "%s", cfg->initial_stage);
     state->turns = (int)turns;
-    state->stage_confidence = json_number_value(json_object_get(json, "stage_confidence"));
+    if (json_object_get(json, "stage_confidence")) {
+        json_t *c = json_object_get(json, "stage_confidence");
+        if (!json_is_number(c) || json_number_value(c) < 0 || json_number_value(c) > 1)
+            return keel_error_set(err, KEEL_EINVAL, "stage_confidence",
+                                  "must be a number from 0 to 1");
+        state->stage_confidence = json_number_value(c);
+    }
     history = json_object_get(json, "stage_history");
     state->n_history = 0;
     return history ? read_history(state, cfg, history, err) : KEEL_OK;

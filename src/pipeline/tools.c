@@ -3,12 +3,15 @@
  */
 #include "pipeline/tools.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/buf.h"
 #include "core/json.h"
 #include "pack/pack.h"
+
+#define REGISTRY_SIZE 2
 
 /* ---- schema check ---------------------------------------------------------- */
 
@@ -46,15 +49,28 @@ static int check_value(const json_t *schema, const json_t *v, const char *field,
     return KEEL_OK;
 }
 
-/* Schemas are static text, parsed once per check: small, and it keeps
- * the registry plain data. */
+static const struct tool_def registry[REGISTRY_SIZE];
+static json_t *schemas[REGISTRY_SIZE];
+static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
+
+/* Schemas are static text, parsed once per process (they are plain data
+ * in the registry); a schema that fails to parse (out of memory) stays
+ * NULL and its tool reports so. */
+static void parse_schemas(void)
+{
+    for (size_t i = 0; i < REGISTRY_SIZE; i++)
+        schemas[i] = json_loads(registry[i].schema, 0, NULL);
+}
+
 int tools_check_args(const struct tool_def *tool, const json_t *args, struct keel_error *err)
 {
-    json_t *schema = json_loads(tool->schema, 0, NULL), *props, *required, *v;
+    json_t *schema, *props, *required, *v;
     const char *key;
     size_t i;
     int rc = KEEL_OK;
 
+    pthread_once(&schemas_once, parse_schemas);
+    schema = schemas[tool - registry];
     if (!schema)
         return keel_error_set(err, KEEL_ENOMEM, tool->name, "cannot read the tool's schema");
     props = json_object_get(schema, "properties");
@@ -86,7 +102,6 @@ int tools_check_args(const struct tool_def *tool, const json_t *args, struct kee
         }
     }
 out:
-    json_decref(schema);
     return rc;
 }
 
@@ -333,7 +348,7 @@ static int run_rag_search(const struct tool_env *env, const json_t *args, json_t
 
 /* ---- the registry ---------------------------------------------------------- */
 
-static const struct tool_def registry[] = {
+static const struct tool_def registry[REGISTRY_SIZE] = {
     {"search_papers", "Search the local paper library with year and open-access filters.",
      "{\"type\":\"object\",\"required\":[\"query\"],\"properties\":{"
      "\"query\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":512},"
@@ -351,7 +366,7 @@ static const struct tool_def registry[] = {
 
 const struct tool_def *tools_find(const char *name)
 {
-    for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++)
+    for (size_t i = 0; i < REGISTRY_SIZE; i++)
         if (!strcmp(registry[i].name, name))
             return &registry[i];
     return NULL;
