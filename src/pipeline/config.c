@@ -283,43 +283,26 @@ static int load_retrieval(struct pipeline_config *cfg, const json_t *r, struct k
     return KEEL_OK;
 }
 
-static int load_events(struct pipeline_config *cfg, json_t *events, struct keel_error *err)
+/* A map of keys to texts (pipeline.events, pipeline.messages); *out
+ * borrows it. */
+static int load_texts(struct pipeline_config *cfg, json_t *map, const char *path_name,
+                      json_t **out, struct keel_error *err)
 {
     const char *key;
     json_t *text;
 
-    if (!events)
+    if (!map)
         return KEEL_OK;
-    if (!json_is_object(events))
-        return pack_fail(cfg->pack, "pipeline.events", err, "must map event keys to texts");
-    json_object_foreach(events, key, text) {
+    if (!json_is_object(map))
+        return pack_fail(cfg->pack, path_name, err, "must map keys to texts");
+    json_object_foreach(map, key, text) {
         char path[KEEL_JSON_PATH_MAX];
 
-        keel_json_path_key(path, sizeof(path), "pipeline.events", key);
+        keel_json_path_key(path, sizeof(path), path_name, key);
         if (!json_is_string(text))
             return pack_fail(cfg->pack, path, err, "must be a string");
     }
-    cfg->events = events;
-    return KEEL_OK;
-}
-
-static int load_messages(struct pipeline_config *cfg, json_t *messages, struct keel_error *err)
-{
-    const char *key;
-    json_t *text;
-
-    if (!messages)
-        return KEEL_OK;
-    if (!json_is_object(messages))
-        return pack_fail(cfg->pack, "pipeline.messages", err, "must map message keys to texts");
-    json_object_foreach(messages, key, text) {
-        char path[KEEL_JSON_PATH_MAX];
-
-        keel_json_path_key(path, sizeof(path), "pipeline.messages", key);
-        if (!json_is_string(text))
-            return pack_fail(cfg->pack, path, err, "must be a string");
-    }
-    cfg->messages = messages;
+    *out = map;
     return KEEL_OK;
 }
 
@@ -403,9 +386,11 @@ int config_load(const struct pack *pack, struct pipeline_config *cfg, struct kee
     if (!rc)
         rc = load_retrieval(cfg, json_object_get(section, "retrieval"), err);
     if (!rc)
-        rc = load_events(cfg, json_object_get(section, "events"), err);
+        rc = load_texts(cfg, json_object_get(section, "events"), "pipeline.events", &cfg->events,
+                        err);
     if (!rc)
-        rc = load_messages(cfg, json_object_get(section, "messages"), err);
+        rc = load_texts(cfg, json_object_get(section, "messages"), "pipeline.messages",
+                        &cfg->messages, err);
     if (!rc)
         rc = load_sample(cfg, json_object_get(section, "sample"), err);
     json_decref(section);   /* the pack document still holds it */

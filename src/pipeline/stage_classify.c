@@ -16,6 +16,7 @@
  * affirmations, and starts with a question word, holds a '?', or has
  * five such words.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -115,24 +116,30 @@ static int apply_slots(struct turn *t, const struct reading *r, struct keel_erro
     return KEEL_OK;
 }
 
+/* The research question and topic, when the message states them. */
 static int apply_research(struct turn *t, struct keel_error *err)
 {
+    static const struct {
+        int lead;
+        enum delta_kind kind;
+        size_t field;
+    } rows[] = {
+        {CCAT_RQ_LEAD, DELTA_RESEARCH_QUESTION, offsetof(struct thread_state, research_question)},
+        {CCAT_TOPIC_LEAD, DELTA_TOPIC, offsetof(struct thread_state, research_topic)},
+    };
     char text[STATE_TEXT_MAX];
     int rc;
 
-    extract_after_lead(&t->pl->cfg, t->req->message, t->req->message_len, CCAT_RQ_LEAD, text,
-                       sizeof(text));
-    if (text[0] && strcmp(text, t->state.research_question)) {
-        struct state_delta d = {.kind = DELTA_RESEARCH_QUESTION, .text = text};
-        if ((rc = turn_apply(t, &d, err)))
-            return rc;
-    }
-    extract_after_lead(&t->pl->cfg, t->req->message, t->req->message_len, CCAT_TOPIC_LEAD, text,
-                       sizeof(text));
-    if (text[0] && strcmp(text, t->state.research_topic)) {
-        struct state_delta d = {.kind = DELTA_TOPIC, .text = text};
-        if ((rc = turn_apply(t, &d, err)))
-            return rc;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *current = (const char *)&t->state + rows[i].field;
+
+        extract_after_lead(&t->pl->cfg, t->req->message, t->req->message_len, rows[i].lead, text,
+                           sizeof(text));
+        if (text[0] && strcmp(text, current)) {
+            struct state_delta d = {.kind = rows[i].kind, .text = text};
+            if ((rc = turn_apply(t, &d, err)))
+                return rc;
+        }
     }
     return KEEL_OK;
 }

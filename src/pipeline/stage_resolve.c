@@ -89,7 +89,7 @@ static int after_search(struct turn *t, int i, const struct tool_def *tool, json
     } else {
         r->items = json_incref(json_object_get(out, "passages"));
         r->confidence = json_number_value(json_object_get(out, "best_confidence"));
-        r->band = json_string_value(json_object_get(out, "band"));
+        r->band = tools_band(&t->pl->cfg, r->confidence);   /* static: `out` is freed after */
         n = (int)json_array_size(r->items);
         if (json_object_get(out, "web")) {
             json_t *web = json_object_get(out, "web");

@@ -156,66 +156,69 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
     return rc;
 }
 
-int sqlite_metrics(struct store *store, json_t **out, struct keel_error *err)
+/* Steps `stmt` to its end, adding each row to `container` with `add`
+ * (0 on success); hands the container to *out, or frees it on failure. */
+static int collect_rows(struct sqlite_store *st, sqlite3_stmt *stmt, json_t *container,
+                        int (*add)(sqlite3_stmt *stmt, json_t *container), const char *op,
+                        json_t **out, struct keel_error *err)
 {
-    struct sqlite_store *st = (struct sqlite_store *)store;
-    sqlite3_stmt *stmt;
-    json_t *obj;
     int rc, step;
 
-    if ((rc = sqlite_connection_ready(st, err)))
-        return rc;
-    if (!(obj = json_object()))
-        return keel_error_set(err, KEEL_ENOMEM, "metrics", "out of memory");
-    stmt = st->stmt[ST_METRICS];
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(stmt, 0);
-        if (!name || json_object_set_new(obj, name, json_integer(sqlite3_column_int64(stmt, 1)))) {
+    if (!container) {
+        sqlite_stmt_done(stmt);
+        return keel_error_set(err, KEEL_ENOMEM, op, "out of memory");
+    }
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW)
+        if (add(stmt, container)) {
             step = SQLITE_NOMEM;
             break;
         }
-    }
-    rc = step == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, step, "reading metrics", err);
+    rc = step == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, step, op, err);
     sqlite_stmt_done(stmt);
     if (rc)
-        json_decref(obj);
+        json_decref(container);
     else
-        *out = obj;
+        *out = container;
     return rc;
+}
+
+static int add_metric(sqlite3_stmt *stmt, json_t *obj)
+{
+    const char *name = (const char *)sqlite3_column_text(stmt, 0);
+
+    return !name || json_object_set_new(obj, name, json_integer(sqlite3_column_int64(stmt, 1)));
+}
+
+int sqlite_metrics(struct store *store, json_t **out, struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    int rc = sqlite_connection_ready(st, err);
+
+    return rc ? rc : collect_rows(st, st->stmt[ST_METRICS], json_object(), add_metric,
+                                  "reading metrics", out, err);
+}
+
+static int add_turn(sqlite3_stmt *stmt, json_t *list)
+{
+    json_t *turn = json_pack("{s:i,s:I,s:s?,s:s?,s:b}", "turn", sqlite3_column_int(stmt, 0), "ts",
+                             (json_int_t)sqlite3_column_int64(stmt, 1), "user",
+                             (const char *)sqlite3_column_text(stmt, 3), "assistant",
+                             (const char *)sqlite3_column_text(stmt, 4), "clarification",
+                             sqlite3_column_int(stmt, 2));
+
+    return !turn || json_array_append_new(list, turn);
 }
 
 int sqlite_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err)
 {
     struct sqlite_store *st = (struct sqlite_store *)store;
     struct store_conversation conv;
-    sqlite3_stmt *stmt;
-    json_t *list;
-    int rc, step;
+    int rc;
 
     if ((rc = sqlite_load_conversation(store, id, &conv, err)))
         return rc;
     store_conversation_release(&conv);
-    if (!(list = json_array()))
-        return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
-    stmt = st->stmt[ST_TURNS_LIST];
-    BIND_TEXT(stmt, 1, id);
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        const char *user = (const char *)sqlite3_column_text(stmt, 3);
-        const char *assistant = (const char *)sqlite3_column_text(stmt, 4);
-        json_t *turn = json_pack("{s:i,s:I,s:s?,s:s?,s:b}", "turn", sqlite3_column_int(stmt, 0),
-                                 "ts", (json_int_t)sqlite3_column_int64(stmt, 1), "user", user,
-                                 "assistant", assistant, "clarification",
-                                 sqlite3_column_int(stmt, 2));
-        if (!turn || json_array_append_new(list, turn)) {
-            step = SQLITE_NOMEM;
-            break;
-        }
-    }
-    rc = step == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, step, "reading turns", err);
-    sqlite_stmt_done(stmt);
-    if (rc)
-        json_decref(list);
-    else
-        *out = list;
-    return rc;
+    BIND_TEXT(st->stmt[ST_TURNS_LIST], 1, id);
+    return collect_rows(st, st->stmt[ST_TURNS_LIST], json_array(), add_turn, "reading turns", out,
+                        err);
 }
