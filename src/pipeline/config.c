@@ -345,7 +345,9 @@ static int load_phrase_lists(struct pipeline_config *cfg, const json_t *section,
         (rc = add_phrases(cfg, json_object_get(section, "stopwords"), CCAT_STOPWORD, 0,
                           "pipeline.stopwords", err)) ||
         (rc = add_phrases(cfg, json_object_get(section, "split_phrases"), CCAT_SPLIT, 0,
-                          "pipeline.split_phrases", err)))
+                          "pipeline.split_phrases", err)) ||
+        (rc = add_phrases(cfg, json_object_get(section, "switch_phrases"), CCAT_SWITCH, 0,
+                          "pipeline.switch_phrases", err)))
         return rc;
     return KEEL_OK;
 }
@@ -353,7 +355,8 @@ static int load_phrase_lists(struct pipeline_config *cfg, const json_t *section,
 int config_load(const struct pack *pack, struct pipeline_config *cfg, struct keel_error *err)
 {
     static const char *const keys[] = {"stage", "state_phrases", "affirmations",
-                                       "question_starts", "stopwords", "split_phrases", "slots",
+                                       "question_starts", "stopwords", "split_phrases",
+                                       "switch_phrases", "slots",
                                        "paths", "retrieval", "events", "messages", "sample", NULL};
     json_t *section = json_object_get(pack->doc, "pipeline");
     int rc;

@@ -31,6 +31,7 @@ enum config_category {
     CCAT_QSTART,        /* how, what, can … : a real question starts so */
     CCAT_STOPWORD,      /* words that carry no content for retrieval */
     CCAT_SPLIT,         /* "and also", "also": joints between subquestions */
+    CCAT_SWITCH,        /* "what about", "how about": the same question, another value */
     CCAT_SLOT,
     CCAT_PATH = CCAT_SLOT + CONFIG_MAX_SLOTS,
     CCAT_COUNT = CCAT_PATH + CONFIG_MAX_PATHS

@@ -7,8 +7,8 @@
  *   slots open, the message fills one     → slot_fill: the blueprint's
  *     ("Florida", "UHC", "as a provider",   question, refined with the
  *      "yes"/"that one" for a suggestion)   new values, is resumed
- *   no slot open, a short message naming  → slot_fill: the last question
- *     only a value ("what about UHC?")      again under the new value
+ *   no slot open, a message of values and → slot_fill: the last question
+ *     switch phrases ("what about UHC?")    again under the new value
  *   anything else ("how do I check        → new_question (starts over)
  *     eligibility")
  *
@@ -26,6 +26,7 @@ struct reading {
     int values[CONFIG_MAX_SLOTS];   /* slot value named, or -1 */
     int named;                      /* slots named */
     int affirmation;                /* the message is (mostly) "yes", "that one" */
+    int only_values;                /* nothing but values and switch phrases ("what about UHC?") */
     int real_question;
 };
 
@@ -33,8 +34,8 @@ static void read_message(const struct pipeline_config *cfg, const char *msg, siz
                          struct reading *r)
 {
     struct lex_result res;
-    uint8_t covered[LEX_MAX_TOKENS] = {0};
-    uint32_t uncovered = 0;
+    uint8_t covered[LEX_MAX_TOKENS] = {0}, switched[LEX_MAX_TOKENS] = {0};
+    uint32_t uncovered = 0, unswitched = 0;
     int qstart = 0;
 
     r->named = extract_slots(cfg, msg, n, r->values);
@@ -48,11 +49,16 @@ static void read_message(const struct pipeline_config *cfg, const char *msg, siz
             r->affirmation = 1;
         if (m->category == CCAT_AFFIRM || (slot >= 0 && slot < cfg->n_slots))
             memset(covered + m->start, 1, m->n);
+        if (m->category == CCAT_SWITCH)
+            memset(switched + m->start, 1, m->n);
         if (m->category == CCAT_QSTART && m->start == 0)
             qstart = 1;
     }
-    for (uint32_t i = 0; i < res.n_tokens; i++)
+    for (uint32_t i = 0; i < res.n_tokens; i++) {
         uncovered += !covered[i];
+        unswitched += !covered[i] && !switched[i];
+    }
+    r->only_values = r->named && unswitched == 0;
     if (uncovered > 2)
         r->affirmation = 0;   /* "yes, and how do I …" is more than a yes */
     r->real_question = uncovered >= 3 && (qstart || memchr(msg, '?', n) || uncovered >= 5);
@@ -86,7 +92,7 @@ static int classify(const struct turn *t, const struct reading *r)
     if (st->open_slots && st->blueprint.active &&
         (fills_open_slot(st, r, cfg) || (r->affirmation && suggestion_slot(st, cfg) >= 0)))
         return TURN_SLOT_FILL;
-    if (!st->open_slots && r->named && st->blueprint.active)
+    if (!st->open_slots && r->only_values && st->blueprint.active)
         return TURN_SLOT_FILL;
     return TURN_NEW_QUESTION;
 }

@@ -45,8 +45,7 @@ static void quality_counters(const struct turn *t, const char *tool, const json_
                              struct counters *c)
 {
     const struct policy_decision *d = &t->decision;
-    int direct = !t->ended || t->decision.intent == POLICY_INTENT_DIRECT_SEARCH;
-    int direct_search = d->intent == POLICY_INTENT_DIRECT_SEARCH && direct;
+    int direct_search = d->intent == POLICY_INTENT_DIRECT_SEARCH;
     int filtered = d->has_search && (d->search.year_from || d->search.year_to);
     int expected = d->stage_transition && t->forced_tool_ran && tool &&
                    !strcmp(tool, t->pl->pack->tools[d->force_tool].name) &&
