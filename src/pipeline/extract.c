@@ -52,25 +52,39 @@ void extract_after_lead(const struct pipeline_config *cfg, const char *msg, size
         extract_redact(msg + start, end - start, out, cap);
 }
 
-int extract_slots(const struct pipeline_config *cfg, const char *msg, size_t n,
-                  int values[CONFIG_MAX_SLOTS])
+int extract_slot_spans(const struct pipeline_config *cfg, const char *msg, size_t n,
+                       struct slot_span spans[CONFIG_MAX_SLOTS])
 {
     struct lex_result res;
-    int longest[CONFIG_MAX_SLOTS] = {0}, named = 0;
+    int named = 0;
 
     for (int s = 0; s < CONFIG_MAX_SLOTS; s++)
-        values[s] = -1;
+        spans[s] = (struct slot_span){-1, 0, 0, 0};
     config_match(cfg, msg, n, &res);
     for (uint32_t i = 0; i < res.n_matches; i++) {
         const struct lex_match *m = &res.matches[i];
         int s = (int)m->category - CCAT_SLOT;
 
-        if (s < 0 || s >= cfg->n_slots || m->n <= longest[s])
+        if (s < 0 || s >= cfg->n_slots || m->n <= spans[s].tokens)
             continue;   /* the longest alias wins: "united healthcare" over "united" */
-        named += values[s] < 0;
-        values[s] = m->value;
-        longest[s] = m->n;
+        named += spans[s].value < 0;
+        spans[s].value = m->value;
+        spans[s].tokens = m->n;
+        spans[s].start = res.tokens[m->start].start;
+        spans[s].len = res.tokens[m->start + m->n - 1].start + res.tokens[m->start + m->n - 1].len -
+                       spans[s].start;
     }
+    return named;
+}
+
+int extract_slots(const struct pipeline_config *cfg, const char *msg, size_t n,
+                  int values[CONFIG_MAX_SLOTS])
+{
+    struct slot_span spans[CONFIG_MAX_SLOTS];
+    int named = extract_slot_spans(cfg, msg, n, spans);
+
+    for (int s = 0; s < CONFIG_MAX_SLOTS; s++)
+        values[s] = spans[s].value;
     return named;
 }
 
@@ -139,7 +153,7 @@ static void put(char *out, size_t cap, size_t *len, const char *s, size_t n)
 
 void extract_redact(const char *msg, size_t n, char *out, size_t cap)
 {
-    size_t i = 0, len = 0;
+    size_t i = 0, len = 0, marker_end = 0;
     int names_left = 0, last_redacted = 0;
 
     out[0] = '\0';
@@ -160,14 +174,18 @@ void extract_redact(const char *msg, size_t n, char *out, size_t cap)
         if (core_end > start + 1 && msg[core_end - 1] == '.' && !word_has_digit(msg + start, 1))
             core_end--;
         int capital = isupper((unsigned char)msg[start]);
+        int sentence_end = core_end < end && strchr(".?!", msg[end - 1]);
         if (is_identifier(msg + start, core_end - start) || (names_left > 0 && capital)) {
-            if (!last_redacted)
+            if (last_redacted) {
+                len = marker_end;   /* "John Smith," → one marker, one comma */
+                out[len] = '\0';
+            } else {
                 put(out, cap, &len, REDACTED, strlen(REDACTED));
-            else if (len && out[len - 1] == ' ')
-                len--, out[len] = '\0';   /* "John Smith" → one marker */
+                marker_end = len;
+            }
             put(out, cap, &len, msg + core_end, end - core_end);
             last_redacted = 1;
-            names_left = names_left > 0 && capital ? names_left - 1 : 0;
+            names_left = names_left > 0 && capital && !sentence_end ? names_left - 1 : 0;
             continue;
         }
         last_redacted = 0;
@@ -175,6 +193,8 @@ void extract_redact(const char *msg, size_t n, char *out, size_t cap)
             names_left = 3;
         else if (!(names_left && is_connector(msg + start, core_end - start)))
             names_left = 0;   /* "name is John", "member id: AB1234" keep looking */
+        if (sentence_end)
+            names_left = 0;   /* a name never runs past its sentence */
         put(out, cap, &len, msg + start, end - start);
     }
 }
@@ -184,33 +204,61 @@ void extract_redact(const char *msg, size_t n, char *out, size_t cap)
 void turn_refine(const struct turn *t, const char *text, char *out, size_t cap)
 {
     const struct pipeline_config *cfg = &t->pl->cfg;
-    int named[CONFIG_MAX_SLOTS];
+    struct slot_span spans[CONFIG_MAX_SLOTS];
     uint32_t needed = 0;
-    size_t len;
+    size_t len = 0, at = 0, n = strlen(text);
 
-    snprintf(out, cap, "%s", text);
+    for (int p = 0; p < cfg->n_paths; p++)
+        needed |= cfg->paths[p].needs;
+    extract_slot_spans(cfg, text, n, spans);
+    /* Each named value of a needed slot reads as the state's canonical
+     * value: "with UHC" → "with United Healthcare" (what the corpus
+     * says), and after a change "with sunshine" → "with Aetna Better
+     * Health". Spans are copied in text order. */
+    out[0] = '\0';
+    while (at <= n) {
+        int next = -1;
+        for (int s = 0; s < cfg->n_slots; s++)
+            if (spans[s].value >= 0 && t->state.slots[s][0] && (needed >> s & 1) &&
+                spans[s].start >= at && (next < 0 || spans[s].start < spans[next].start))
+                next = s;
+        size_t stop = next >= 0 ? spans[next].start : n;
+        len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%.*s", (int)(stop - at),
+                                text + at);
+        if (next < 0 || len >= cap)
+            break;
+        len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s", t->state.slots[next]);
+        at = spans[next].start + spans[next].len;
+        spans[next].value = -2;   /* done; still counts as named below */
+    }
     len = strlen(out);
     while (len && strchr("?.! ", out[len - 1]))
         out[--len] = '\0';
-    for (int p = 0; p < cfg->n_paths; p++)
-        needed |= cfg->paths[p].needs;
-    extract_slots(cfg, text, strlen(text), named);
     for (int s = 0; s < cfg->n_slots; s++) {
-        const char *value = t->state.slots[s], *at;
-        int v = -1;
+        const char *value = t->state.slots[s], *mark;
 
-        if (!value[0] || !(needed >> s & 1))
-            continue;
-        for (int k = 0; k < cfg->slots[s].n_values; k++)
-            if (!strcmp(cfg->slots[s].values[k], value))
-                v = k;
-        if (named[s] >= 0 && named[s] == v)
-            continue;                      /* the text names it already */
-        if (strcasestr(out, value))
-            continue;
-        at = strstr(cfg->slots[s].refine, "{value}");
+        if (!value[0] || !(needed >> s & 1) || spans[s].value != -1 || strcasestr(out, value))
+            continue;   /* unknown, not needed, or the text names it already */
+        mark = strstr(cfg->slots[s].refine, "{value}");
         len = strlen(out);
-        snprintf(out + len, cap - len, " %.*s%s%s", (int)(at - cfg->slots[s].refine),
-                 cfg->slots[s].refine, value, at + 7);
+        snprintf(out + len, cap - len, " %.*s%s%s", (int)(mark - cfg->slots[s].refine),
+                 cfg->slots[s].refine, value, mark + 7);
     }
+}
+
+void turn_focus(const struct turn *t, const char *text, char *out, size_t cap)
+{
+    const struct pipeline_config *cfg = &t->pl->cfg;
+    struct slot_span spans[CONFIG_MAX_SLOTS];
+    size_t n = strlen(text), len = 0;
+
+    extract_slot_spans(cfg, text, n, spans);
+    out[0] = '\0';
+    for (size_t i = 0; i < n && len + 1 < cap; i++) {
+        int inside = 0;
+        for (int s = 0; s < cfg->n_slots && !inside; s++)
+            inside = spans[s].value >= 0 && i >= spans[s].start && i < spans[s].start + spans[s].len;
+        out[len++] = inside ? ' ' : text[i];
+    }
+    out[len] = '\0';
 }

@@ -199,7 +199,10 @@ static json_t *result_json(struct turn *t)
 {
     json_t *decision = policy_decision_json(t->pl->policy, &t->decision);
     json_t *state = state_to_json(&t->state, &t->pl->cfg);
-    json_t *bp = t->blueprint ? json_incref(t->blueprint) : json_null();
+    /* The blueprint as it ended the turn (statuses after resolve), when
+     * this turn planned or resumed one. */
+    json_t *bp = t->blueprint ? state_blueprint_json(&t->state.blueprint, &t->pl->cfg)
+                              : json_null();
 
     return json_pack("{s:s,s:i,s:s,s:s,s:O,s:o?,s:s,s:s,s:s?,s:s,s:s,s:O,s:O,s:o?,s:O,s:O,s:o?}",
                      "conversation_id", t->conversation_id, "turn", t->seq, "correlation_id",

@@ -5,6 +5,8 @@
  * stores the state and the blueprint, and the next turn resumes the same
  * blueprint (classify: slot_fill). A slot whose value a payer change
  * cleared is offered back ("Is it still Medicaid?"), so "yes" fills it.
+ * An answer that named no known value gets the question again. When the
+ * policy's search has no topic (intent clarify), the topic is asked for.
  */
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +39,9 @@ static char *question_text(const struct turn *t, int s)
     struct keel_buf q;
 
     keel_buf_init(&q, 2048);
+    if (t->unrecognised)
+        keel_buf_addf(&q, "%s ", config_message(&t->pl->cfg, "unrecognised",
+                                                "I don't know that one."));
     if (slot->question)
         keel_buf_adds(&q, slot->question);
     else
@@ -50,10 +55,27 @@ static char *question_text(const struct turn *t, int s)
     return keel_buf_detach(&q, NULL);
 }
 
+/* The policy found a search without a topic ("papers on this topic"
+ * with none known): ask for the topic; no slot opens. */
+static int ask_topic(struct turn *t, struct keel_error *err)
+{
+    const char *q = config_message(&t->pl->cfg, "topic_question",
+                                   "Which topic should I search for?");
+
+    if (!(t->clarification = keel_strdup(q)) || keel_buf_adds(&t->answer, q) ||
+        turn_emit(t, "info", "clarify.ask", json_pack("{s:s}", "question", q),
+                  "the policy needs a topic: asking"))
+        return keel_error_set(err, KEEL_ENOMEM, "clarify", "out of memory");
+    t->ended = 1;
+    return KEEL_OK;
+}
+
 int stage_clarify(struct turn *t, struct keel_error *err)
 {
-    int s = missing_slot(t), rc;
+    int s = t->no_tools ? -1 : missing_slot(t), rc;
 
+    if (t->decision.intent == POLICY_INTENT_CLARIFY && !t->no_tools)
+        return ask_topic(t, err);
     if (s < 0)
         return turn_emit(t, "info", NULL, NULL, "nothing to ask: the blueprint can be resolved")
                    ? keel_error_set(err, KEEL_ENOMEM, "clarify", "out of memory")

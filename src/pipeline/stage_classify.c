@@ -1,20 +1,23 @@
 /*
  * stage_classify.c — classify: slot_fill vs new_question, the effective
  * message, and the state deltas a message states outright (jurisdiction
- * values, research question, topic, the refined query).
+ * values, research question, topic). Plan refines the query.
  *
  *   first message                         → new_question
  *   slots open, the message fills one     → slot_fill: the blueprint's
  *     ("Florida", "UHC", "as a provider",   question, refined with the
  *      "yes"/"that one" for a suggestion)   new values, is resumed
+ *   slots open, a short answer that fills → slot_fill, nothing filled:
+ *     none ("Blue Cross")                   the question is asked again
  *   no slot open, a message of values and → slot_fill: the last question
  *     switch phrases ("what about UHC?")    again under the new value
  *   anything else ("how do I check        → new_question (starts over)
  *     eligibility")
  *
- * A "real question" has three or more words that are not slot values or
- * affirmations, and starts with a question word, holds a '?', or has
- * five such words.
+ * With a slot open, a message that fills it is still a new question when
+ * it has three or more other words and starts with a question word or
+ * holds a '?' ("UHC — how do I check eligibility?"); one that fills
+ * nothing is a new question from three other words on.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -27,7 +30,8 @@ struct reading {
     int named;                      /* slots named */
     int affirmation;                /* the message is (mostly) "yes", "that one" */
     int only_values;                /* nothing but values and switch phrases ("what about UHC?") */
-    int real_question;
+    uint32_t uncovered;             /* words that are not values or affirmations */
+    int asks;                       /* starts with a question word or holds a '?' */
 };
 
 static void read_message(const struct pipeline_config *cfg, const char *msg, size_t n,
@@ -61,7 +65,8 @@ static void read_message(const struct pipeline_config *cfg, const char *msg, siz
     r->only_values = r->named && unswitched == 0;
     if (uncovered > 2)
         r->affirmation = 0;   /* "yes, and how do I …" is more than a yes */
-    r->real_question = uncovered >= 3 && (qstart || memchr(msg, '?', n) || uncovered >= 5);
+    r->uncovered = uncovered;
+    r->asks = qstart || memchr(msg, '?', n) != NULL;
 }
 
 /* The first open slot a "yes" can fill: open, with a suggestion. */
@@ -82,19 +87,22 @@ static int fills_open_slot(const struct thread_state *state, const struct readin
     return 0;
 }
 
-static int classify(const struct turn *t, const struct reading *r)
+static int classify(struct turn *t, const struct reading *r)
 {
     const struct thread_state *st = &t->state;
     const struct pipeline_config *cfg = &t->pl->cfg;
 
-    if (t->seq == 1 || r->real_question)
+    if (t->seq == 1 || !st->blueprint.active)
         return TURN_NEW_QUESTION;
-    if (st->open_slots && st->blueprint.active &&
-        (fills_open_slot(st, r, cfg) || (r->affirmation && suggestion_slot(st, cfg) >= 0)))
+    if (st->open_slots) {
+        if (fills_open_slot(st, r, cfg) || (r->affirmation && suggestion_slot(st, cfg) >= 0))
+            return r->uncovered >= 3 && r->asks ? TURN_NEW_QUESTION : TURN_SLOT_FILL;
+        if (r->uncovered >= 3)
+            return TURN_NEW_QUESTION;
+        t->unrecognised = 1;   /* "Blue Cross": ask again */
         return TURN_SLOT_FILL;
-    if (!st->open_slots && r->only_values && st->blueprint.active)
-        return TURN_SLOT_FILL;
-    return TURN_NEW_QUESTION;
+    }
+    return r->only_values ? TURN_SLOT_FILL : TURN_NEW_QUESTION;
 }
 
 static int apply_slots(struct turn *t, const struct reading *r, struct keel_error *err)
@@ -153,7 +161,6 @@ static int apply_research(struct turn *t, struct keel_error *err)
 int stage_classify(struct turn *t, struct keel_error *err)
 {
     struct reading r;
-    char refined[STATE_TEXT_MAX];
     int rc;
 
     read_message(&t->pl->cfg, t->req->message, t->req->message_len, &r);
@@ -165,19 +172,13 @@ int stage_classify(struct turn *t, struct keel_error *err)
     else
         extract_redact(t->req->message, t->req->message_len, t->effective, sizeof(t->effective));
     t->effective_len = strlen(t->effective);
-    turn_refine(t, t->effective, refined, sizeof(refined));
-    if (strcmp(refined, t->state.refined_query)) {
-        struct state_delta d = {.kind = DELTA_REFINED_QUERY, .text = refined};
-        if ((rc = turn_apply(t, &d, err)))
-            return rc;
-    }
     if (turn_emit(t, "info", "classify.kind",
                   json_pack("{s:s,s:s,s:b}", "kind",
                             t->kind == TURN_SLOT_FILL ? "slot_fill" : "new_question",
-                            "refined_query", t->state.refined_query, "real_question",
-                            r.real_question),
+                            "effective", t->effective, "unrecognised",
+                            t->unrecognised),
                   "%s: %s", t->kind == TURN_SLOT_FILL ? "slot_fill" : "new_question",
-                  t->state.refined_query))
+                  t->effective))
         return keel_error_set(err, KEEL_ENOMEM, "classify", "out of memory");
     return KEEL_OK;
 }

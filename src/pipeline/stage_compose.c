@@ -98,8 +98,10 @@ static int compose_papers(struct turn *t, const struct sub_result *r, struct kee
         return add_template(b, message(t, "papers_none",
                                        "I found no papers on \u201c{query}\u201d{filters} in the library."),
                             names, values, 3);
-    if ((rc = add_template(b, message(t, "papers_found",
-                                      "I found {n} papers on \u201c{query}\u201d{filters}:"),
+    if ((rc = add_template(b, n == 1 ? message(t, "paper_found",
+                                               "I found 1 paper on \u201c{query}\u201d{filters}:")
+                                     : message(t, "papers_found",
+                                               "I found {n} papers on \u201c{query}\u201d{filters}:"),
                            names, values, 3)))
         return rc;
     json_array_foreach(r->items, i, paper) {
@@ -179,24 +181,23 @@ struct sentence {
     double score;
 };
 
-/* Up to SENTENCES_PER_PASSAGE sentences of `text` that share the most
- * content words with the query, in text order. */
-static int add_best_sentences(struct turn *t, struct keel_buf *b, const char *query,
-                              const char *text, int number)
+/* Picks up to SENTENCES_PER_PASSAGE sentences of `text` that share the
+ * most content words with the query, in text order. Returns how many. */
+static int pick_sentences(const struct turn *t, const char *query, const char *text,
+                          struct sentence best[SENTENCES_PER_PASSAGE])
 {
-    struct sentence best[SENTENCES_PER_PASSAGE] = {{0, 0, 0}};
     size_t len = strlen(text), start = 0;
     char piece[1024];
-    int rc = KEEL_OK, any = 0;
+    int n_best = 0;
 
+    memset(best, 0, SENTENCES_PER_PASSAGE * sizeof(*best));
     for (size_t i = 0; i <= len; i++) {
         int end = i == len || text[i] == '\n' ||
                   (strchr(".?!", text[i]) && (i + 1 == len || text[i + 1] == ' '));
         if (!end)
             continue;
         size_t n = i - start + (i < len && text[i] != '\n');
-        while (n && (text[start] == ' ' || text[start] == '#' || text[start] == '>' ||
-                     text[start] == '-' || text[start] == '*')) {
+        while (n && strchr(" #>-*", text[start])) {
             start++;
             n--;
         }
@@ -213,19 +214,14 @@ static int add_best_sentences(struct turn *t, struct keel_buf *b, const char *qu
         }
         start = i + 1;
     }
-    if (SENTENCES_PER_PASSAGE == 2 && best[1].len && best[1].start < best[0].start) {
+    for (int k = 0; k < SENTENCES_PER_PASSAGE; k++)
+        n_best += best[k].len > 0;
+    if (n_best == 2 && best[1].start < best[0].start) {
         struct sentence tmp = best[0];
         best[0] = best[1];
         best[1] = tmp;
     }
-    for (int k = 0; k < SENTENCES_PER_PASSAGE && !rc; k++)
-        if (best[k].len) {
-            rc = add_plain(b, any ? " " : "", text + best[k].start, best[k].len);
-            any = 1;
-        }
-    if (!rc && any)
-        rc = keel_buf_addf(b, " [%d]", number);
-    return rc ? rc : any;
+    return n_best;
 }
 
 static int compose_passages(struct turn *t, const struct sub_result *r, struct keel_buf *b)
@@ -233,6 +229,7 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
     const char *query = json_string_value(json_object_get(r->args, "query"));
     const char *names[] = {"query"};
     const char *values[] = {query ? query : ""};
+    struct sentence best[SENTENCES_PER_PASSAGE];
     size_t i;
     json_t *p;
     int used = 0, rc = KEEL_OK;
@@ -244,20 +241,20 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
         return rc;
     json_array_foreach(r->items, i, p) {
         const char *band = json_string_value(json_object_get(p, "band"));
-        int number;
+        const char *text = json_string_value(json_object_get(p, band ? "text" : "snippet"));
+        int number, n;
 
-        if (used == PASSAGES_PER_ANSWER || (band && !strcmp(band, "abstain")))
+        if (used == PASSAGES_PER_ANSWER || (band && !strcmp(band, "abstain")) || !text)
             continue;
+        if (!(n = pick_sentences(t, query ? query : "", text, best)))
+            continue;   /* nothing of it answers: not a source */
         if ((number = source_number(t, p)) < 0)
             return KEEL_ENOMEM;
-        if (used && (rc = keel_buf_addc(b, '\n')))
+        for (int k = 0; k < n && !rc; k++)
+            rc = add_plain(b, k ? " " : used ? "\n" : "", text + best[k].start, best[k].len);
+        if (rc || (rc = keel_buf_addf(b, " [%d]", number)))
             return rc;
-        rc = add_best_sentences(t, b, query ? query : "",
-                                json_string_value(json_object_get(p, band ? "text" : "snippet")),
-                                number);
-        if (rc < 0 || rc > 1)
-            return KEEL_ENOMEM;
-        used += rc;
+        used++;
     }
     if (!used)
         return add_template(b, message(t, "rag_none",
@@ -305,12 +302,29 @@ static int compose_sub(struct turn *t, int i, struct keel_buf *b)
     return compose_passages(t, r, b);
 }
 
+/* The answer of a turn that ran no tool, by the policy's reason. */
+static int compose_no_tools(struct turn *t, struct keel_buf *b)
+{
+    if (t->decision.route == POLICY_ROUTE_COMMAND)
+        return keel_buf_adds(b, message(t, "command",
+                                        "Commands are not available here. Ask me a question."));
+    if (t->decision.tool_veto)
+        return keel_buf_adds(b, message(t, "veto",
+                                        "You asked me not to search, and I answer only from "
+                                        "what I find, so I have nothing to add. Ask again "
+                                        "without that and I will look it up."));
+    if (t->state.research_topic[0] || t->state.research_question[0])
+        return compose_conversation(t, b);   /* a reminder of where the research stands */
+    return keel_buf_adds(b, message(t, "smalltalk",
+                                    "Hello! Ask me a question and I will look it up."));
+}
+
 int stage_compose(struct turn *t, struct keel_error *err)
 {
     const struct blueprint *bp = &t->state.blueprint;
-    int rc = KEEL_OK;
+    int rc = t->no_tools ? compose_no_tools(t, &t->answer) : KEEL_OK;
 
-    for (int i = 0; i < bp->n_subs && !rc; i++) {
+    for (int i = 0; i < bp->n_subs && !rc && !t->no_tools; i++) {
         if (bp->n_subs > 1)
             rc = keel_buf_addf(&t->answer, "%s%d. %s\n", i ? "\n\n" : "", i + 1, bp->subs[i].text);
         if (!rc)

@@ -2,7 +2,8 @@
  * stage_decide.c — decide: the policy decision (intent, route, forced
  * tool, search filters, stage transition, reasons) on the effective
  * message, with the conversation's research topic as the topic hint so
- * "papers on this topic" resolves to it.
+ * "papers on this topic" resolves to it. Smalltalk, commands and a user's
+ * veto ("don't search") mark the turn as one that runs no tool.
  */
 #include <string.h>
 
@@ -28,6 +29,10 @@ int stage_decide(struct turn *t, struct keel_error *err)
     if (rc)
         return rc;
     policy_decide(t->pl->policy, &t->pctx, t->effective, t->effective_len, &t->decision);
+    /* Smalltalk, a command and "don't search" run no tool (seed 001's
+     * tool_veto); compose answers them from the pack's messages. */
+    t->no_tools = t->decision.tool_veto || t->decision.route == POLICY_ROUTE_COMMAND ||
+                  t->decision.reason == R_SMALLTALK;
     json_t *decision = policy_decision_json(t->pl->policy, &t->decision);
     if (!decision || turn_emit(t, "info", "decide.decision", decision, "intent %s, route %s, tool %s",
                                policy_intent_name(t->decision.intent),

@@ -5,11 +5,13 @@
  * A new question is split at sentence ends, at the pack's split phrases
  * ("and also") and at "and" before a question word ("how do I file an
  * appeal and what is the deadline"); pieces of fewer than two words stay
- * with their neighbour. A piece goes to the first path whose phrases it
+ * with their neighbour, and of several pieces those with fewer than two
+ * content words are dropped as context. A piece goes to the first path whose phrases it
  * holds ("my prior auth" → patient), else to the default path (rag). When
  * the policy forced a tool (a paper search), the whole message is one
  * subquestion on the path that runs that tool. A slot_fill turn resumes
- * the stored blueprint instead of planning anew.
+ * the stored blueprint instead of planning anew. A turn that runs no tool
+ * (smalltalk, a command, a veto) leaves the blueprint as it was.
  */
 #include <stdio.h>
 #include <string.h>
@@ -94,11 +96,33 @@ static void split(const struct pipeline_config *cfg, const char *msg, size_t n,
         }
         from = i;
     }
+    /* Of several pieces, those with fewer than two content words ("my
+     * name is [redacted]", "Thanks") are context, not questions. */
+    if (bp->n_subs > 1) {
+        int kept = 0;
+        for (int i = 0; i < bp->n_subs; i++)
+            if (tools_content_words(cfg, bp->subs[i].text) >= 2)
+                bp->subs[kept++] = bp->subs[i];
+        if (kept)
+            bp->n_subs = kept;
+    }
     if (bp->n_subs == 0 && n > 0) {   /* no words at all: the message as is */
         snprintf(bp->subs[0].text, sizeof(bp->subs[0].text), "%.*s", (int)n, msg);
         bp->subs[0].path = cfg->default_path;
         bp->n_subs = 1;
     }
+}
+
+/* The state's refined query: the question under the known jurisdiction. */
+static int refine(struct turn *t, struct keel_error *err)
+{
+    char refined[STATE_TEXT_MAX];
+
+    turn_refine(t, t->effective, refined, sizeof(refined));
+    if (!strcmp(refined, t->state.refined_query))
+        return KEEL_OK;
+    struct state_delta d = {.kind = DELTA_REFINED_QUERY, .text = refined};
+    return turn_apply(t, &d, err);
 }
 
 static int forced_path(const struct turn *t)
@@ -121,6 +145,10 @@ int stage_plan(struct turn *t, struct keel_error *err)
     int forced = forced_path(t), rc;
 
     memset(&bp, 0, sizeof(bp));
+    if (t->no_tools)   /* "thanks" keeps the question it follows; nothing is planned */
+        return turn_emit(t, "info", NULL, NULL, "no plan: the turn runs no tool")
+                   ? keel_error_set(err, KEEL_ENOMEM, "plan", "out of memory")
+                   : KEEL_OK;
     if (t->kind == TURN_SLOT_FILL && t->state.blueprint.active) {
         bp = t->state.blueprint;   /* resumed: the same subquestions, asked again */
         for (int i = 0; i < bp.n_subs; i++)
@@ -138,7 +166,7 @@ int stage_plan(struct turn *t, struct keel_error *err)
         }
     }
     struct state_delta d = {.kind = DELTA_BLUEPRINT, .blueprint = &bp};
-    if ((rc = turn_apply(t, &d, err)))
+    if ((rc = turn_apply(t, &d, err)) || (rc = refine(t, err)))
         return rc;
     json_decref(t->blueprint);
     t->blueprint = state_blueprint_json(&t->state.blueprint, &t->pl->cfg);

@@ -9,7 +9,8 @@
  * policy's (query, count, years, open access), so nothing proposed can
  * widen a search the policy narrowed. A successful forced search (one
  * or more papers) applies the policy's stage transition, with a history
- * entry.
+ * entry. Passages about another plan than the conversation's are
+ * dropped (jurisdiction_filter).
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,8 +24,13 @@ static json_t *proposed_args(const struct turn *t, const struct tool_def *tool, 
 
     turn_refine(t, text, refined, sizeof(refined));
     args = json_pack("{s:s}", "query", refined);
-    if (args && !strcmp(tool->name, "rag_search"))
+    if (args && !strcmp(tool->name, "rag_search")) {
+        char focus[STATE_TEXT_MAX];
+        turn_focus(t, text, focus, sizeof(focus));
         json_object_set_new(args, "top_k", json_integer(t->pl->cfg.top_k));
+        if (tools_content_words(&t->pl->cfg, focus) > 0)
+            json_object_set_new(args, "focus", json_string(focus));
+    }
     return args;
 }
 
@@ -66,6 +72,41 @@ static int unavailable(struct turn *t, int i, const char *why, struct keel_error
     return mark(t, i, SUB_UNAVAILABLE, err);
 }
 
+/* Seed 002's jurisdiction filter: with a needed slot known (the payer),
+ * a passage that names another value of that slot and not this one is
+ * about another plan and is dropped. Values compare case-insensitively
+ * by their canonical names. */
+static void jurisdiction_filter(const struct turn *t, json_t *passages)
+{
+    const struct pipeline_config *cfg = &t->pl->cfg;
+    uint32_t needed = 0;
+
+    for (int p = 0; p < cfg->n_paths; p++)
+        needed |= cfg->paths[p].needs;
+    for (size_t i = json_array_size(passages); i-- > 0;) {
+        json_t *p = json_array_get(passages, i);
+        const char *fields[3] = {json_string_value(json_object_get(p, "title")),
+                                 json_string_value(json_object_get(p, "section")),
+                                 json_string_value(json_object_get(p, "text"))};
+        int other = 0, mine = 0;
+
+        for (int s = 0; s < cfg->n_slots; s++) {
+            if (!(needed >> s & 1) || !t->state.slots[s][0])
+                continue;
+            for (int v = 0; v < cfg->slots[s].n_values; v++)
+                for (int f = 0; f < 3; f++)
+                    if (fields[f] && strcasestr(fields[f], cfg->slots[s].values[v])) {
+                        if (!strcmp(cfg->slots[s].values[v], t->state.slots[s]))
+                            mine = 1;
+                        else
+                            other = 1;
+                    }
+        }
+        if (other && !mine)
+            json_array_remove(passages, i);
+    }
+}
+
 static const char *outcome_key(const struct sub_result *r)
 {
     static char key[48];
@@ -88,7 +129,12 @@ static int after_search(struct turn *t, int i, const struct tool_def *tool, json
         r->band = n ? "found" : "none";
     } else {
         r->items = json_incref(json_object_get(out, "passages"));
-        r->confidence = json_number_value(json_object_get(out, "best_confidence"));
+        jurisdiction_filter(t, r->items);
+        r->confidence = 0;
+        for (size_t k = 0; k < json_array_size(r->items); k++) {
+            double c = json_number_value(json_object_get(json_array_get(r->items, k), "confidence"));
+            r->confidence = c > r->confidence ? c : r->confidence;
+        }
         r->band = tools_band(&t->pl->cfg, r->confidence);   /* static: `out` is freed after */
         n = (int)json_array_size(r->items);
         if (json_object_get(out, "web")) {
@@ -171,6 +217,11 @@ int stage_resolve(struct turn *t, struct keel_error *err)
 {
     int rc;
 
+    if (t->no_tools)
+        return turn_emit(t, "info", NULL, NULL, "no tool runs: %s",
+                         policy_reason_name(t->decision.reason))
+                   ? keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory")
+                   : KEEL_OK;
     for (int i = 0; i < t->state.blueprint.n_subs; i++)
         if (t->state.blueprint.subs[i].status == SUB_PENDING && (rc = run_sub(t, i, err)))
             return rc;

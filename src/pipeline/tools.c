@@ -200,6 +200,18 @@ static void content_query(const struct pipeline_config *cfg, const char *query, 
         snprintf(out, cap, "%s", query);
 }
 
+int tools_content_words(const struct pipeline_config *cfg, const char *text)
+{
+    char buf[STORE_QUERY_WORDS * 65 + 1];
+    const char *words[STORE_QUERY_WORDS];
+    size_t n = store_query_words(text, buf, sizeof(buf), words, STORE_QUERY_WORDS);
+    int count = 0;
+
+    for (size_t i = 0; i < n; i++)
+        count += !is_stopword(cfg, words[i], strlen(words[i]));
+    return count;
+}
+
 const char *tools_band(const struct pipeline_config *cfg, double confidence)
 {
     if (confidence >= cfg->confident_at)
@@ -311,6 +323,7 @@ static int run_rag_search(const struct tool_env *env, const json_t *args, json_t
                           struct keel_error *err)
 {
     const char *query = json_string_value(json_object_get(args, "query"));
+    const char *focus = json_string_value(json_object_get(args, "focus"));
     json_t *k = json_object_get(args, "top_k"), *passages, *out;
     int top_k = k ? (int)json_integer_value(k) : (env->cfg ? env->cfg->top_k : 5);
     struct chunk_hits hits = {0};
@@ -323,7 +336,7 @@ static int run_rag_search(const struct tool_env *env, const json_t *args, json_t
         return rc;
     passages = json_array();
     for (size_t i = 0; passages && i < hits.n; i++) {
-        json_t *p = passage_json(env->cfg, query, &hits.items[i]);
+        json_t *p = passage_json(env->cfg, focus ? focus : query, &hits.items[i]);
         double c = json_number_value(json_object_get(p, "confidence"));
         if (!p || json_array_append_new(passages, p)) {
             json_decref(passages);
@@ -360,7 +373,8 @@ static const struct tool_def registry[REGISTRY_SIZE] = {
     {"rag_search", "Search the ingested document corpus; passages carry a confidence band.",
      "{\"type\":\"object\",\"required\":[\"query\"],\"properties\":{"
      "\"query\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":512},"
-     "\"top_k\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50}}}",
+     "\"top_k\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50},"
+     "\"focus\":{\"type\":\"string\",\"maxLength\":512}}}",
      PACK_READ, run_rag_search},
 };
 

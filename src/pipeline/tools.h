@@ -9,7 +9,9 @@
  *   search_papers   the local paper library, native year and
  *                   open-access filters (store_search_papers)
  *   rag_search      the document corpus, BM25, each passage with a
- *                   confidence and a band (abstain | caution | confident);
+ *                   confidence and a band (abstain | caution | confident)
+ *                   measured on `focus` (the question without the plan's
+ *                   name) when given, else on the query;
  *                   the web fallback runs when the best passage is below
  *                   the abstain threshold and a fallback is configured
  */
@@ -58,6 +60,10 @@ int tools_run(const struct tool_def *tool, const struct tool_env *env, const jso
  * so plurals and inflections count. A query with no content word scores
  * 0. */
 double tools_coverage(const struct pipeline_config *cfg, const char *query, const char *text);
+
+/* How many content words (not stopwords) `text` has, up to
+ * STORE_QUERY_WORDS. */
+int tools_content_words(const struct pipeline_config *cfg, const char *text);
 
 /* The band of a confidence under the config's thresholds. */
 const char *tools_band(const struct pipeline_config *cfg, double confidence);

@@ -56,6 +56,8 @@ struct turn {
 
     /* classify */
     enum turn_kind kind;
+    int unrecognised;                  /* a slot answer that named no known value */
+    int no_tools;                      /* smalltalk, a command or a veto: nothing is searched */
     char effective[STATE_TEXT_MAX];    /* the message the later stages read */
     size_t effective_len;
 
@@ -113,17 +115,37 @@ int turn_apply(struct turn *t, const struct state_delta *delta, struct keel_erro
 void extract_after_lead(const struct pipeline_config *cfg, const char *msg, size_t n,
                         int category, char *out, size_t cap);
 
+/* Where a message names a slot's value: the value index (-1: not
+ * named), the alias's bytes and its tokens. */
+struct slot_span {
+    int value;
+    size_t start, len;
+    uint16_t tokens;
+};
+
+/* Slot values named in `msg`, with their spans; the longest alias of a
+ * slot wins. Returns how many slots were named. */
+int extract_slot_spans(const struct pipeline_config *cfg, const char *msg, size_t n,
+                       struct slot_span spans[CONFIG_MAX_SLOTS]);
+
 /* Slot values named in `msg`: values[s] is the value index of slot s or
  * -1. Returns how many slots were named. */
 int extract_slots(const struct pipeline_config *cfg, const char *msg, size_t n,
                   int values[CONFIG_MAX_SLOTS]);
 
-/* Writes `text` into `out` followed by the refine phrase ("for {value}")
- * of every known jurisdiction slot some path needs, unless the message
- * already names that value (by value or alias): "how do I file an
- * appeal" + payer Sunshine Health → "how do I file an appeal for
- * Sunshine Health", never twice. */
+/* Writes `text` into `out` with every alias of a known, needed
+ * jurisdiction slot replaced by the state's value ("with UHC" → "with
+ * United Healthcare"; after a payer change the old payer's name becomes
+ * the new one), then the refine phrase ("for {value}") of each known
+ * needed slot the text does not name: "how do I file an appeal" +
+ * Sunshine Health → "how do I file an appeal for Sunshine Health",
+ * never twice. */
 void turn_refine(const struct turn *t, const char *text, char *out, size_t cap);
+
+/* Writes `text` without the slot values it names ("how do I file an
+ * appeal with UHC" → "how do I file an appeal with"): what a passage must
+ * cover to answer the question, the plan's name aside. */
+void turn_focus(const struct turn *t, const char *text, char *out, size_t cap);
 
 /* Copies `msg` into `out` with patient identifiers (dates, member ids,
  * MRNs, names after "patient"/"member"/"name is") replaced by

@@ -1,6 +1,7 @@
 /*
  * expect.h — checking one turn's `expect` object against the decision
- * JSON, through the table of known keys in expect.c.
+ * JSON (and, in pipeline cases, the turn result), through the tables of
+ * known keys in expect.c.
  */
 #ifndef KEEL_REPLAY_EXPECT_H
 #define KEEL_REPLAY_EXPECT_H
@@ -22,5 +23,15 @@ typedef void (*expect_report_fn)(void *ctx, const char *field, const json_t *exp
 int expect_check(const json_t *expect, const json_t *actual, const char *path,
                  expect_report_fn report, void *ctx, int *mismatches,
                  struct keel_error *err);
+
+/* The same, with `pipeline` nonzero for a turn run through the pipeline:
+ * `actual` then holds the decision fields and the turn result's fields
+ * (stage, answer, state, events, …), and the pipeline keys (stage,
+ * tools_called, state, events_order, …) may be used. With `pipeline` 0 a
+ * pipeline key is a fixture error naming it. expect_check() is this with
+ * `pipeline` 0. */
+int expect_check_turn(const json_t *expect, const json_t *actual, int pipeline, const char *path,
+                      expect_report_fn report, void *ctx, int *mismatches,
+                      struct keel_error *err);
 
 #endif

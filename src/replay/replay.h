@@ -4,10 +4,15 @@
  *
  * A fixture file holds one case, an array of cases, or JSON lines. A case:
  *   {"name", "pack", "now"?, "role"?, "context"?: {"topic_hint", "tools"},
- *    "notes"?, "turns": [{"user", "context"?, "expect": {…}}]}
+ *    "pipeline"?, "notes"?, "turns": [{"user", "context"?, "expect": {…}}]}
  * Only keys present in `expect` are checked; null means "must be null";
  * an unknown key anywhere is a fixture error, never ignored. The expect
- * keys are one table in expect.c: adding one is adding a row.
+ * keys are tables in expect.c: adding one is adding a row.
+ *
+ * A case with "pipeline": true runs its turns as one conversation through
+ * pipeline_turn() over a fresh in-memory store holding the pack's sample
+ * data, and may also check the turn result (stage, answer, state, events,
+ * …). It takes no `context`: the topic comes from the conversation.
  */
 #ifndef KEEL_REPLAY_REPLAY_H
 #define KEEL_REPLAY_REPLAY_H

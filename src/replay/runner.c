@@ -1,8 +1,11 @@
 /*
  * runner.c — reads fixture files, runs each case's turns through the
- * policy of its pack and reports every mismatch as
+ * policy of its pack (or, in a pipeline case, through the whole turn
+ * pipeline over a fresh in-memory store) and reports every mismatch as
  *   FAIL origin: case "name" turn N: field: expected X, actual Y
- * Packs are loaded once per runner and kept until replay_free().
+ * Packs are loaded once per runner and kept until replay_free(); a
+ * pipeline case builds its own store and pipeline and frees them when it
+ * ends.
  */
 #include "replay/replay.h"
 
@@ -17,8 +20,10 @@
 #include "core/file.h"
 #include "core/json.h"
 #include "pack/pack.h"
+#include "pipeline/pipeline.h"
 #include "policy/policy.h"
 #include "replay/expect.h"
+#include "store/store.h"
 
 #define REPLAY_MAX_PACKS 16
 #define REPLAY_MAX_TOOLS 64
@@ -63,7 +68,7 @@ void replay_free(struct replay *replay)
 }
 
 static int get_policy(struct replay *replay, const char *name, struct policy **out,
-                      struct keel_error *err)
+                      const struct pack **pack, struct keel_error *err)
 {
     struct loaded_pack *slot;
     int rc = KEEL_OK;
@@ -76,6 +81,7 @@ static int get_policy(struct replay *replay, const char *name, struct policy **o
                 return keel_error_set(err, KEEL_EINVAL, "pack",
                                       "pack \"%.64s\" could not be loaded (reported above)", name);
             *out = replay->packs[i].policy;
+            *pack = replay->packs[i].pack;
             return KEEL_OK;
         }
     if (replay->n_packs == REPLAY_MAX_PACKS)
@@ -91,6 +97,7 @@ static int get_policy(struct replay *replay, const char *name, struct policy **o
     if (rc)
         return rc;
     *out = slot->policy;
+    *pack = slot->pack;
     return KEEL_OK;
 }
 
@@ -171,9 +178,14 @@ struct case_setup {
     int tools_given;
     int64_t now;
     struct policy *policy;
+    /* pipeline cases */
+    const char *pack_name;
+    int pipeline;
+    struct pipeline *pl;
+    char conversation[160];   /* the id the first turn got */
 };
 
-/* Checks a turn's decision against its `expect`. Returns KEEL_OK,
+/* Checks a turn's actual JSON against its `expect`. Returns KEEL_OK,
  * KEEL_EFAIL (mismatches printed) or a fixture error naming the field in
  * full (turns[i].expect.…). */
 static int check_turn(struct replay *replay, const struct case_setup *setup, const json_t *turn,
@@ -188,7 +200,8 @@ static int check_turn(struct replay *replay, const struct case_setup *setup, con
     keel_json_path_key(field, sizeof(field), path, "expect");
     if (!expect)
         return keel_error_set(err, KEEL_EINVAL, field, "is required");
-    rc = expect_check(expect, actual, "", report_mismatch, &report, &mismatches, err);
+    rc = expect_check_turn(expect, actual, setup->pipeline, "", report_mismatch, &report,
+                           &mismatches, err);
     if (rc) {
         char full[KEEL_JSON_PATH_MAX + KEEL_ERROR_FIELD_MAX + 2];
         char message[KEEL_ERROR_MESSAGE_MAX];
@@ -199,39 +212,119 @@ static int check_turn(struct replay *replay, const struct case_setup *setup, con
     return mismatches ? KEEL_EFAIL : KEEL_OK;
 }
 
-/* Runs turn `index` of a case: its own context over the case's, the
- * decision, the check. Same returns as check_turn. */
-static int run_turn(struct replay *replay, const struct case_setup *setup, const json_t *turn,
-                    size_t index, struct keel_error *err)
+/* The policy's decision for `user` under the turn's context, as JSON. */
+static int decide_turn(const struct case_setup *setup, const json_t *turn, const char *path,
+                       const char *user, json_t **actual, struct keel_error *err)
 {
-    static const char *const turn_keys[] = {"user", "context", "expect", NULL};
-    char path[KEEL_JSON_PATH_MAX], field[KEEL_JSON_PATH_MAX];
-    const char *user = NULL, *hint = setup->hint, *tools[REPLAY_MAX_TOOLS];
+    char field[KEEL_JSON_PATH_MAX];
+    const char *hint = setup->hint, *tools[REPLAY_MAX_TOOLS];
     size_t n_tools = setup->n_tools;
     int tools_given = setup->tools_given, rc;
     struct policy_context ctx;
     struct policy_decision decision;
-    json_t *actual;
 
     memcpy(tools, setup->tools, setup->n_tools * sizeof(tools[0]));
-    keel_json_path_index(path, sizeof(path), "turns", index);
     keel_json_path_key(field, sizeof(field), path, "context");
-    if (!json_is_object(turn))
-        return keel_error_set(err, KEEL_EINVAL, path, "must be an object");
-    if ((rc = keel_json_check_keys(turn, turn_keys, path, err)) ||
-        (rc = keel_json_get_string(turn, "user", 1, path, &user, err)) ||
-        (rc = read_context(json_object_get(turn, "context"), field, &hint, tools, &n_tools,
+    if ((rc = read_context(json_object_get(turn, "context"), field, &hint, tools, &n_tools,
                            &tools_given, err)) ||
         (rc = policy_context_init(&ctx, setup->policy, setup->role, tools_given ? tools : NULL,
                                   n_tools, hint, setup->now, err)))
         return rc;
     policy_decide(setup->policy, &ctx, user, strlen(user), &decision);
-    actual = policy_decision_json(setup->policy, &decision);
-    if (!actual)
+    if (!(*actual = policy_decision_json(setup->policy, &decision)))
         return keel_error_set(err, KEEL_ENOMEM, path, "out of memory");
+    return KEEL_OK;
+}
+
+/* Runs `user` as the next turn of the case's conversation. *actual gets
+ * the decision's fields and the turn result's (answer, stage, state,
+ * events, …) side by side. A turn the pipeline refuses or fails is a
+ * fixture error naming the turn. */
+static int pipeline_step(struct case_setup *setup, const char *path, const char *user,
+                         json_t **actual, struct keel_error *err)
+{
+    struct turn_request req = {
+        .conversation_id = setup->conversation[0] ? setup->conversation : NULL,
+        .message = user,
+        .message_len = strlen(user),
+        .role = setup->role,
+        .now_ms = setup->now,
+    };
+    json_t *result = NULL, *merged;
+    int rc;
+
+    if ((rc = pipeline_turn(setup->pl, &req, &result, err))) {
+        char message[KEEL_ERROR_FIELD_MAX + KEEL_ERROR_MESSAGE_MAX + 4];
+        keel_error_format(err, message, sizeof(message));
+        return keel_error_set(err, rc, path, "the turn failed: %s", message);
+    }
+    snprintf(setup->conversation, sizeof(setup->conversation), "%s",
+             json_string_value(json_object_get(result, "conversation_id")));
+    merged = json_object();
+    if (!merged || json_object_update(merged, result) ||
+        json_object_update(merged, json_object_get(result, "decision")) ||
+        json_object_del(merged, "decision")) {
+        json_decref(merged);
+        json_decref(result);
+        return keel_error_set(err, KEEL_ENOMEM, path, "out of memory");
+    }
+    json_decref(result);
+    *actual = merged;
+    return KEEL_OK;
+}
+
+/* Runs turn `index` of a case — the policy decision under the turn's own
+ * context over the case's, or the whole turn through the pipeline — and
+ * checks it. Same returns as check_turn. */
+static int run_turn(struct replay *replay, struct case_setup *setup, const json_t *turn,
+                    size_t index, struct keel_error *err)
+{
+    static const char *const turn_keys[] = {"user", "context", "expect", NULL};
+    char path[KEEL_JSON_PATH_MAX], field[KEEL_JSON_PATH_MAX];
+    const char *user = NULL;
+    json_t *actual = NULL;
+    int rc;
+
+    keel_json_path_index(path, sizeof(path), "turns", index);
+    if (!json_is_object(turn))
+        return keel_error_set(err, KEEL_EINVAL, path, "must be an object");
+    if ((rc = keel_json_check_keys(turn, turn_keys, path, err)) ||
+        (rc = keel_json_get_string(turn, "user", 1, path, &user, err)))
+        return rc;
+    if (setup->pipeline && json_object_get(turn, "context")) {
+        keel_json_path_key(field, sizeof(field), path, "context");
+        return keel_error_set(err, KEEL_EINVAL, field,
+                              "is not used in pipeline cases (the topic comes from the "
+                              "conversation, the tools from the pack and the role)");
+    }
+    rc = setup->pipeline ? pipeline_step(setup, path, user, &actual, err)
+                         : decide_turn(setup, turn, path, user, &actual, err);
+    if (rc)
+        return rc;
     rc = check_turn(replay, setup, turn, path, index, actual, err);
     json_decref(actual);
     return rc;
+}
+
+/* A fresh in-memory store holding the pack's sample data and a pipeline
+ * over it, for one pipeline case. */
+static int open_pipeline(struct replay *replay, struct case_setup *setup, struct store **store,
+                         struct keel_error *err)
+{
+    struct pipeline_options options = {replay->packs_dir, setup->pack_name, NULL, NULL};
+    long ingested = 0;
+    int rc;
+
+    if ((rc = store_open("mem:", store, err)))
+        return rc;
+    options.store = *store;
+    if ((rc = pipeline_new(&options, &setup->pl, err)) ||
+        (rc = pipeline_ingest_sample(setup->pl, &ingested, err))) {
+        char message[KEEL_ERROR_FIELD_MAX + KEEL_ERROR_MESSAGE_MAX + 4];
+        keel_error_format(err, message, sizeof(message));
+        return keel_error_set(err, rc, "pipeline", "pack %s: %s", setup->pack_name, message);
+    }
+    return KEEL_OK;
 }
 
 /* Runs one case. Returns KEEL_OK (pass), KEEL_EFAIL (mismatch, already
@@ -240,19 +333,27 @@ static int run_case(struct replay *replay, const json_t *c, const char *origin,
                     const char *name, struct keel_error *err)
 {
     static const char *const case_keys[] = {"name", "pack", "now", "role", "context", "notes",
-                                            "turns", NULL};
+                                            "pipeline", "turns", NULL};
     struct case_setup setup = {.origin = origin, .name = name};
-    const char *pack_name = NULL, *now_text = NULL, *notes = NULL;
+    const char *now_text = NULL, *notes = NULL;
+    const struct pack *pack = NULL;
+    struct store *store = NULL;
     int failed = 0, rc;
     json_t *turns, *turn;
     size_t i;
 
     if ((rc = keel_json_check_keys(c, case_keys, "", err)) ||
-        (rc = keel_json_get_string(c, "pack", 1, "", &pack_name, err)) ||
+        (rc = keel_json_get_string(c, "pack", 1, "", &setup.pack_name, err)) ||
         (rc = keel_json_get_string(c, "now", 0, "", &now_text, err)) ||
         (rc = keel_json_get_string(c, "role", 0, "", &setup.role, err)) ||
         (rc = keel_json_get_string(c, "notes", 0, "", &notes, err)) ||
-        (rc = read_context(json_object_get(c, "context"), "context", &setup.hint, setup.tools,
+        (rc = keel_json_get_bool(c, "pipeline", 0, "", &setup.pipeline, err)))
+        return rc;
+    if (setup.pipeline && json_object_get(c, "context"))
+        return keel_error_set(err, KEEL_EINVAL, "context",
+                              "is not used in pipeline cases (the topic comes from the "
+                              "conversation, the tools from the pack and the role)");
+    if ((rc = read_context(json_object_get(c, "context"), "context", &setup.hint, setup.tools,
                            &setup.n_tools, &setup.tools_given, err)))
         return rc;
     if (now_text) {
@@ -267,15 +368,28 @@ static int run_case(struct replay *replay, const json_t *c, const char *origin,
     turns = json_object_get(c, "turns");
     if (!json_is_array(turns) || json_array_size(turns) == 0)
         return keel_error_set(err, KEEL_EINVAL, "turns", "must be a non-empty list of turns");
-    if ((rc = get_policy(replay, pack_name, &setup.policy, err)))
+    if ((rc = get_policy(replay, setup.pack_name, &setup.policy, &pack, err)))
         return rc;
+    if (setup.pipeline) {
+        /* The pipeline takes any role string and refuses it at turn 1;
+         * a bad role is the case's mistake, so it is named here. */
+        if (setup.role && pack_role_index(pack, setup.role) < 0)
+            return keel_error_set(err, KEEL_EINVAL, "role", "\"%.64s\" is not a role of pack %s",
+                                  setup.role, pack->name);
+        if ((rc = open_pipeline(replay, &setup, &store, err)))
+            goto out;
+    }
     json_array_foreach(turns, i, turn) {
         rc = run_turn(replay, &setup, turn, i, err);
         if (rc && rc != KEEL_EFAIL)
-            return rc;
+            goto out;
         failed |= rc == KEEL_EFAIL;
     }
-    return failed ? KEEL_EFAIL : KEEL_OK;
+    rc = failed ? KEEL_EFAIL : KEEL_OK;
+out:
+    pipeline_free(setup.pl);
+    store_close(store);
+    return rc;
 }
 
 static void run_value(struct replay *replay, const json_t *value, const char *origin,

@@ -86,8 +86,14 @@ static int next_conversation(const struct mem_conversations *conv,
     if (c) {   /* a shallow copy: the list is new, its turns shared */
         json_t *list = json_copy(json_object_get(c, "list"));
         turn = turn_json(rec);
-        if (!list || !turn || json_array_append_new(list, turn) ||
-            json_object_set_new(c, "list", list) ||
+        if (!list || !turn || json_array_append_new(list, turn)) {
+            json_decref(list);   /* append_new consumed turn, also on failure */
+            if (!list)
+                json_decref(turn);
+            json_decref(c);
+            return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
+        }
+        if (json_object_set_new(c, "list", list) ||
             json_object_set_new(c, "state", json_string(rec->state_json)) ||
             json_object_set_new(c, "turns", json_integer(rec->seq)) ||
             json_object_set_new(c, "updated", json_integer(rec->ts_ms))) {
