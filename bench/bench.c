@@ -19,6 +19,7 @@ static const struct {
 } groups[] = {
     {"policy", bench_policy},
     {"store", bench_store},
+    {"pipeline", bench_pipeline},
 };
 
 uint64_t bench_now_ns(void)

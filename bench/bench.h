@@ -12,6 +12,7 @@
 /* Run one group each; return 0 on success. */
 int bench_policy(void);
 int bench_store(void);
+int bench_pipeline(void);
 
 /* Monotonic nanoseconds. */
 uint64_t bench_now_ns(void);

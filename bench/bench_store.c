@@ -1,8 +1,8 @@
 /*
  * bench_store.c — the SQLite store at the sizes issue 3 names: a
  * 10,000-paper library and a 1,000-document corpus (5 chunks each),
- * generated deterministically from a fixed seed (8,000 synthetic words
- * with skewed frequencies), in a temporary file.
+ * generated deterministically from a fixed seed (bench_data.h: 8,000
+ * synthetic words with skewed frequencies), in a temporary file.
  *
  * Reports, side by side in one run:
  *   store.put_paper       one transaction per paper (WAL, synchronous=NORMAL)
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_data.h"
 #include "core/buf.h"
 #include "store/store.h"
 
@@ -22,47 +23,6 @@
 #define N_DOCS 1000
 #define CHUNKS_PER_DOC 5
 #define N_QUERIES 4000
-
-/* Synthetic words from syllables: a vocabulary of N_WORDS with a skewed
- * (Zipf-like) frequency, so common words match many rows and most words
- * few, as in real abstracts. */
-#define N_WORDS 8000
-
-static const char *const syllables[] = {"ka", "lo", "mi", "ne", "ru", "ta", "so", "vi",
-                                        "pe", "da", "gu", "ri", "zo", "ba", "fe", "hu",
-                                        "jo", "qi", "we", "xa"};
-static char vocabulary[N_WORDS][8];
-
-static uint64_t rng = 0x6b65656cu;
-
-static uint32_t next(void)
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(rng >> 33);
-}
-
-static void make_vocabulary(void)
-{
-    for (int i = 0; i < N_WORDS; i++)
-        snprintf(vocabulary[i], sizeof(vocabulary[i]), "%s%s%s", syllables[i % 20],
-                 syllables[(i / 20) % 20], syllables[(i / 400) % 20]);
-}
-
-/* Index i drawn with probability falling off like 1/i. */
-static const char *word(void)
-{
-    double u = (next() + 1.0) / 4294967297.0;
-    int i = (int)(N_WORDS * u * u * u);
-
-    return vocabulary[i < N_WORDS ? i : N_WORDS - 1];
-}
-
-static void sentence(struct keel_buf *buf, int words)
-{
-    keel_buf_reset(buf);
-    for (int i = 0; i < words; i++)
-        keel_buf_addf(buf, "%s%s", i ? " " : "", word());
-}
 
 static int fill(struct store *store, uint64_t *put_samples)
 {
@@ -78,14 +38,14 @@ static int fill(struct store *store, uint64_t *put_samples)
         enum store_outcome outcome;
         char doi[32];
         uint64_t t0;
-        sentence(&title, 6 + (int)(next() % 6));
-        sentence(&abstract, 80 + (int)(next() % 120));
+        bench_sentence(&title, 6 + (int)(bench_rand() % 6));
+        bench_sentence(&abstract, 80 + (int)(bench_rand() % 120));
         snprintf(doi, sizeof(doi), "10.9999/bench.%d", i);
         paper.title = title.data;
         paper.abstract = abstract.data;
-        paper.year = next() % 10 ? 1995 + (int)(next() % 31) : 0;
+        paper.year = bench_rand() % 10 ? 1995 + (int)(bench_rand() % 31) : 0;
         paper.doi = doi;
-        paper.is_open_access = next() % 3 == 0;
+        paper.is_open_access = bench_rand() % 3 == 0;
         t0 = bench_now_ns();
         rc = store_put_paper(store, &paper, &outcome, &err);
         put_samples[i] = bench_now_ns() - t0;
@@ -98,7 +58,7 @@ static int fill(struct store *store, uint64_t *put_samples)
         enum store_outcome outcome;
         snprintf(id, sizeof(id), "doc-%d.md", d);
         for (int c = 0; c < CHUNKS_PER_DOC; c++) {
-            sentence(&text, 120 + (int)(next() % 60));
+            bench_sentence(&text, 120 + (int)(bench_rand() % 60));
             texts[c] = strdup(text.data);
             chunks[c].section = "Section";
             chunks[c].text = texts[c];
@@ -117,7 +77,7 @@ static int fill(struct store *store, uint64_t *put_samples)
 
 int bench_store(void)
 {
-    char dir[] = "/tmp/keel-bench-XXXXXX", path[64], extra[96];
+    char dir[] = "/tmp/keel-bench-XXXXXX", path[64] = "", extra[96];
     uint64_t *puts = malloc(N_PAPERS * sizeof(*puts)), *samples = malloc(N_QUERIES * sizeof(*samples));
     struct store *store = NULL;
     struct keel_error err;
@@ -125,7 +85,7 @@ int bench_store(void)
     int rc = 1;
 
     keel_buf_init(&query, 0);
-    make_vocabulary();
+    bench_seed(0x6b65656cu);
     if (!puts || !samples || !mkdtemp(dir))
         goto out;
     snprintf(path, sizeof(path), "%s/bench.db", dir);
@@ -140,7 +100,7 @@ int bench_store(void)
         struct paper_query q = {NULL, 0, 0, 0, 10};
         struct paper_hits hits;
         uint64_t t0;
-        sentence(&query, 2);
+        bench_sentence(&query, 2);
         q.text = query.data;
         if (i % 2) {
             q.year_from = 2021;
@@ -158,7 +118,7 @@ int bench_store(void)
     for (int i = 0; i < N_QUERIES; i++) {
         struct chunk_hits hits;
         uint64_t t0;
-        sentence(&query, 2);
+        bench_sentence(&query, 2);
         t0 = bench_now_ns();
         if (store_search_chunks(store, query.data, 5, &hits, &err))
             goto out;
