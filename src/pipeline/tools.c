@@ -243,6 +243,28 @@ static int relevant(const struct tool_env *env, const char *query, const struct 
     return tools_coverage(env->cfg, query, text) >= env->cfg->abstain_below;
 }
 
+/* Adds the relevant papers of `hits` not already in `papers`, up to
+ * `count`. Returns nonzero when out of memory. */
+static int add_papers(const struct tool_env *env, const char *query, const struct paper_hits *hits,
+                      int count, json_t *papers)
+{
+    for (size_t i = 0; i < hits->n && (int)json_array_size(papers) < count; i++) {
+        const struct store_paper *p = &hits->items[i].paper;
+        int seen = 0;
+
+        for (size_t k = 0; k < json_array_size(papers) && !seen; k++)
+            seen = !strcmp(json_string_value(json_object_get(json_array_get(papers, k), "id")),
+                           p->id);
+        if (!seen && relevant(env, query, p) &&
+            json_array_append_new(papers, paper_json(p, hits->items[i].score)))
+            return KEEL_ENOMEM;
+    }
+    return KEEL_OK;
+}
+
+/* Papers holding every content word first (an AND search ranks a few
+ * hundred rows, not every row with a common word), then, when fewer than
+ * `count` pass the relevance floor, papers holding any of them. */
 static int run_search_papers(const struct tool_env *env, const json_t *args, json_t **result,
                              struct keel_error *err)
 {
@@ -250,34 +272,34 @@ static int run_search_papers(const struct tool_env *env, const json_t *args, jso
     char words[TOOL_QUERY_MAX * 2];
     struct paper_query q = {
         .text = words,
+        .match = STORE_MATCH_ALL,
         .year_from = (int)json_integer_value(json_object_get(args, "year_from")),
         .year_to = (int)json_integer_value(json_object_get(args, "year_to")),
         .open_access_only = json_is_true(json_object_get(args, "open_access_only")),
         .limit = json_object_get(args, "count")
                      ? (int)json_integer_value(json_object_get(args, "count")) : 5,
     };
-    struct paper_hits hits = {0};
-    json_t *papers;
-    int rc, count = q.limit;
+    json_t *papers = json_array();
+    int rc = KEEL_OK, count = q.limit;
 
     if (q.year_from && q.year_to && q.year_from > q.year_to)
-        return keel_error_set(err, KEEL_EINVAL, "args.year_from", "must not be after year_to");
+        rc = keel_error_set(err, KEEL_EINVAL, "args.year_from", "must not be after year_to");
     content_query(env->cfg, query, words, sizeof(words));
     q.limit = count * 3 < STORE_LIMIT_MAX ? count * 3 : STORE_LIMIT_MAX;   /* room for the floor */
-    if ((rc = store_search_papers(env->store, &q, &hits, err)))
-        return rc;
-    papers = json_array();
-    for (size_t i = 0; papers && i < hits.n && (int)json_array_size(papers) < count; i++)
-        if (relevant(env, query, &hits.items[i].paper) &&
-            json_array_append_new(papers, paper_json(&hits.items[i].paper, hits.items[i].score))) {
-            json_decref(papers);
-            papers = NULL;
-        }
-    paper_hits_release(&hits);
-    if (!papers || !(*result = json_pack("{s:o,s:i}", "papers", papers, "count",
-                                         (int)json_array_size(papers))))
-        return keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
-    return KEEL_OK;
+    for (int pass = 0; !rc && pass < 2 && papers && (int)json_array_size(papers) < count; pass++) {
+        struct paper_hits hits = {0};
+
+        q.match = pass ? STORE_MATCH_ANY : STORE_MATCH_ALL;
+        if (!(rc = store_search_papers(env->store, &q, &hits, err)) &&
+            add_papers(env, query, &hits, count, papers))
+            rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
+        paper_hits_release(&hits);
+    }
+    if (!rc && (!papers || !(*result = json_pack("{s:O,s:i}", "papers", papers, "count",
+                                                 (int)json_array_size(papers)))))
+        rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
+    json_decref(papers);
+    return rc;
 }
 
 /* ---- rag_search ---------------------------------------------------------- */
@@ -331,8 +353,12 @@ static int run_rag_search(const struct tool_env *env, const json_t *args, json_t
     double best = 0;
     int rc;
 
+    /* Chunks holding every content word; only when none does, any word
+     * (ranking every chunk that says "health" costs milliseconds). */
     content_query(env->cfg, query, words, sizeof(words));
-    if ((rc = store_search_chunks(env->store, words, top_k, &hits, err)))
+    if ((rc = store_search_chunks_all(env->store, words, top_k, &hits, err)))
+        return rc;
+    if (!hits.n && (rc = store_search_chunks(env->store, words, top_k, &hits, err)))
         return rc;
     passages = json_array();
     for (size_t i = 0; passages && i < hits.n; i++) {

@@ -111,8 +111,8 @@ int store_put_document(struct store *store, const struct store_document *doc,
     return store->ops->put_document(store, doc, chunks, n_chunks, outcome, err);
 }
 
-int store_search_chunks(struct store *store, const char *text, int limit,
-                        struct chunk_hits *out, struct keel_error *err)
+static int search_chunks(struct store *store, const char *text, enum store_match match,
+                         int limit, struct chunk_hits *out, struct keel_error *err)
 {
     out->items = NULL;
     out->n = 0;
@@ -122,7 +122,19 @@ int store_search_chunks(struct store *store, const char *text, int limit,
         return keel_error_set(err, KEEL_EINVAL, "query", "is required");
     if (strlen(text) > STORE_TEXT_MAX)
         return keel_error_set(err, KEEL_ETOOBIG, "query", "is longer than %u bytes", STORE_TEXT_MAX);
-    return store->ops->search_chunks(store, text, limit, out, err);
+    return store->ops->search_chunks(store, text, match, limit, out, err);
+}
+
+int store_search_chunks(struct store *store, const char *text, int limit,
+                        struct chunk_hits *out, struct keel_error *err)
+{
+    return search_chunks(store, text, STORE_MATCH_ANY, limit, out, err);
+}
+
+int store_search_chunks_all(struct store *store, const char *text, int limit,
+                            struct chunk_hits *out, struct keel_error *err)
+{
+    return search_chunks(store, text, STORE_MATCH_ALL, limit, out, err);
 }
 
 int store_counts(struct store *store, struct store_counts *out, struct keel_error *err)

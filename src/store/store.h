@@ -68,12 +68,17 @@ struct store_chunk {
 /* What a put did: KEEL_OK with one of these in *outcome. */
 enum store_outcome { STORE_ADDED, STORE_UPDATED, STORE_UNCHANGED };
 
+/* How a search matches its words: rows holding any of them (OR), or
+ * rows holding all of them (AND: fewer rows to rank, the better ones). */
+enum store_match { STORE_MATCH_ANY, STORE_MATCH_ALL };
+
 struct paper_query {
-    const char *text;      /* free text; words are matched, any of them */
+    const char *text;      /* free text; words are matched by `match` */
     int year_from;         /* 0: none. With a year filter, unknown years are dropped */
     int year_to;           /* 0: none */
     int open_access_only;
     int limit;             /* 1..STORE_LIMIT_MAX */
+    enum store_match match;   /* STORE_MATCH_ANY (zero) or STORE_MATCH_ALL */
 };
 
 struct paper_hit {
@@ -167,8 +172,8 @@ struct store_ops {
     int (*put_document)(struct store *store, const struct store_document *doc,
                         const struct store_chunk *chunks, size_t n_chunks,
                         enum store_outcome *outcome, struct keel_error *err);
-    int (*search_chunks)(struct store *store, const char *text, int limit,
-                         struct chunk_hits *out, struct keel_error *err);
+    int (*search_chunks)(struct store *store, const char *text, enum store_match match,
+                         int limit, struct chunk_hits *out, struct keel_error *err);
     int (*counts)(struct store *store, struct store_counts *out, struct keel_error *err);
     int (*load_conversation)(struct store *store, const char *id,
                              struct store_conversation *out, struct keel_error *err);
@@ -205,6 +210,10 @@ int store_put_document(struct store *store, const struct store_document *doc,
                        enum store_outcome *outcome, struct keel_error *err);
 int store_search_chunks(struct store *store, const char *text, int limit,
                         struct chunk_hits *out, struct keel_error *err);
+
+/* store_search_chunks() matching chunks that hold every word of `text`. */
+int store_search_chunks_all(struct store *store, const char *text, int limit,
+                            struct chunk_hits *out, struct keel_error *err);
 int store_counts(struct store *store, struct store_counts *out, struct keel_error *err);
 
 /* Reads conversation `id`: KEEL_ENOTFOUND (field "conversation_id") when

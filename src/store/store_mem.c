@@ -84,6 +84,7 @@ struct bm25 {
     size_t rows;                          /* N: every row, filtered or not */
     size_t tokens;                        /* over every row */
     size_t rows_with[STORE_QUERY_WORDS];  /* n: rows holding word i */
+    int match_all;                        /* candidates hold every word (FTS5's AND) */
     struct candidate *items;
     size_t n, cap;
 };
@@ -256,10 +257,11 @@ static size_t scan_text(const char *text, const struct query_words *query, unsig
     return tokens;
 }
 
-static void bm25_init(struct bm25 *rank, const struct query_words *query)
+static void bm25_init(struct bm25 *rank, const struct query_words *query, enum store_match match)
 {
     memset(rank, 0, sizeof(*rank));
     rank->query = query;
+    rank->match_all = match == STORE_MATCH_ALL;
 }
 
 static void bm25_release(struct bm25 *rank)
@@ -276,7 +278,7 @@ static int bm25_add_row(struct bm25 *rank, const char *first, const char *second
 {
     struct candidate item;
     const struct query_words *query = rank->query;
-    int matched = 0;
+    int matched = 0, missing = 0;
     void *grown;
 
     memset(&item, 0, sizeof(item));
@@ -288,8 +290,12 @@ static int bm25_add_row(struct bm25 *rank, const char *first, const char *second
         if (item.freq[i]) {
             rank->rows_with[i]++;
             matched = 1;
+        } else {
+            missing = 1;
         }
     }
+    if (rank->match_all && missing)
+        matched = 0;
     if (!matched || !keep)
         return KEEL_OK;
     grown = grow_array(rank->items, &rank->cap, rank->n + 1, sizeof(*rank->items));
@@ -461,7 +467,7 @@ static int mem_search_papers(struct store *store, const struct paper_query *quer
     out->items = NULL;
     out->n = 0;
     query_words_init(&words, query->text);
-    bm25_init(&rank, &words);
+    bm25_init(&rank, &words, query->match);
     for (size_t i = 0; words.n && i < mem->n_papers; i++) {
         const struct store_paper *paper = &mem->papers[i].paper;
         if (bm25_add_row(&rank, paper->title, paper->abstract, paper_passes(paper, query), i, 0,
@@ -619,8 +625,8 @@ static int chunk_hit_fill(struct chunk_hit *hit, const struct mem_document *doc,
     return KEEL_OK;
 }
 
-static int mem_search_chunks(struct store *store, const char *text, int limit,
-                             struct chunk_hits *out, struct keel_error *err)
+static int mem_search_chunks(struct store *store, const char *text, enum store_match match,
+                             int limit, struct chunk_hits *out, struct keel_error *err)
 {
     struct store_mem *mem = (struct store_mem *)store;
     struct query_words words;
@@ -632,7 +638,7 @@ static int mem_search_chunks(struct store *store, const char *text, int limit,
     out->items = NULL;
     out->n = 0;
     query_words_init(&words, text);
-    bm25_init(&rank, &words);
+    bm25_init(&rank, &words, match);
     for (size_t d = 0; words.n && d < mem->n_docs; d++) {
         const struct mem_document *doc = &mem->docs[d];
         for (size_t i = 0; i < doc->n_chunks; i++)

@@ -455,7 +455,8 @@ static void document_hash(const struct store_document *doc, const struct store_c
  * (store_query_words, so both backends match the same words). Each word is
  * an FTS5 string with `"` doubled, so no word can be read as an operator
  * or a column filter. *n_words 0 means there is nothing to match. */
-static int match_expression(const char *text, struct keel_buf *out, size_t *n_words)
+static int match_expression(const char *text, enum store_match match, struct keel_buf *out,
+                            size_t *n_words)
 {
     char words_buf[STORE_QUERY_WORDS * 65 + 1];
     const char *words[STORE_QUERY_WORDS];
@@ -464,7 +465,7 @@ static int match_expression(const char *text, struct keel_buf *out, size_t *n_wo
     *n_words = store_query_words(text, words_buf, sizeof(words_buf), words, STORE_QUERY_WORDS);
     for (size_t i = 0; i < *n_words && !rc; i++) {
         if (i)
-            rc = keel_buf_adds(out, " OR ");
+            rc = keel_buf_adds(out, match == STORE_MATCH_ALL ? " AND " : " OR ");
         if (!rc)
             rc = keel_buf_addc(out, '"');
         for (const char *p = words[i]; *p && !rc; p++)
@@ -689,7 +690,8 @@ struct search_run {
  * hits), binds, steps, and adds each row through run->add_row. On
  * failure the caller releases what `hits` holds. */
 static int run_search(struct sqlite_store *st, const struct search_run *run, const char *text,
-                      const void *bind_arg, int limit, void *hits, struct keel_error *err)
+                      enum store_match match_mode, const void *bind_arg, int limit, void *hits,
+                      struct keel_error *err)
 {
     struct keel_buf match;
     sqlite3_stmt *stmt;
@@ -700,7 +702,7 @@ static int run_search(struct sqlite_store *st, const struct search_run *run, con
         return rc;
     stmt = st->stmt[run->id];
     keel_buf_init(&match, MATCH_MAX);
-    if ((rc = match_expression(text, &match, &n_words))) {
+    if ((rc = match_expression(text, match_mode, &match, &n_words))) {
         rc = keel_error_set(err, rc, "query", "cannot build the search expression");
         goto out;
     }
@@ -747,8 +749,8 @@ static int sqlite_search_papers(struct store *store, const struct paper_query *q
     static const struct search_run run = {ST_PAPER_SEARCH, "search_papers", bind_paper_filters,
                                           add_paper_row};
     struct paper_hits hits = {NULL, 0};
-    int rc = run_search((struct sqlite_store *)store, &run, query->text, query, query->limit,
-                        &hits, err);
+    int rc = run_search((struct sqlite_store *)store, &run, query->text, query->match, query,
+                        query->limit, &hits, err);
 
     out->items = NULL;
     out->n = 0;
@@ -905,13 +907,13 @@ static int add_chunk_row(struct sqlite_store *st, sqlite3_stmt *stmt, void *opaq
     return KEEL_OK;
 }
 
-static int sqlite_search_chunks(struct store *store, const char *text, int limit,
-                                struct chunk_hits *out, struct keel_error *err)
+static int sqlite_search_chunks(struct store *store, const char *text, enum store_match match,
+                                int limit, struct chunk_hits *out, struct keel_error *err)
 {
     static const struct search_run run = {ST_CHUNK_SEARCH, "search_chunks", bind_chunk_limit,
                                           add_chunk_row};
     struct chunk_hits hits = {NULL, 0};
-    int rc = run_search((struct sqlite_store *)store, &run, text, &limit, limit, &hits, err);
+    int rc = run_search((struct sqlite_store *)store, &run, text, match, &limit, limit, &hits, err);
 
     out->items = NULL;
     out->n = 0;
