@@ -39,11 +39,12 @@ static void chat_usage(FILE *out)
             "sources; :quit or Ctrl-D leaves. Otherwise one message per line is read from\n"
             "standard input and each answer printed (--json: one JSON object per turn with\n"
             "answer, sources, decision, stage, clarification, active_scenario).\n"
-            "The pack's sample data (packs/NAME/pipeline.sample) is ingested into an empty\n"
-            "store on first run.\n\n"
+            "The pack's sample data (its pipeline.sample papers or corpus) is ingested when the\n"
+            "store has no papers or no documents yet.\n\n"
             "  --pack NAME          scholar (default), payer, … (a folder of the packs directory)\n"
             "  --db FILE            the store (default: $KEEL_DB, else keel.db; mem: for none)\n"
-            "  --conversation ID    resume a conversation (its id is printed at the start)\n"
+            "  --conversation ID    resume a conversation (its id is printed when the chat ends,\n"
+            "                       on stderr when scripted; --json has it on every line)\n"
             "  --role ROLE          the user's role in the pack (default: the pack's)\n"
             "  --json               one JSON object per turn on standard output\n"
             "  --now TIME           pin the clock (RFC 3339), like KEEL_NOW\n"
@@ -160,25 +161,49 @@ static int chat_turn(struct chat *chat, const char *line, size_t n)
     return 0;
 }
 
-/* Reads lines of at most LINE_MAX_BYTES; a longer line is consumed and
- * reported, never buffered whole. */
+/* Reads one line of at most LINE_MAX_BYTES into `line` (NUL bytes kept,
+ * so the pipeline can refuse them); a longer line is consumed to its end
+ * and *too_long set. Returns the length, or -1 at the end of input. */
+static long read_line(char *line, int *too_long)
+{
+    long n = 0;
+    int c;
+
+    *too_long = 0;
+    while ((c = getchar()) != EOF && c != '\n') {
+        if (n < LINE_MAX_BYTES)
+            line[n++] = (char)c;
+        else
+            *too_long = 1;
+    }
+    if (c == EOF && n == 0 && !*too_long)
+        return -1;
+    while (n && line[n - 1] == '\r')
+        n--;
+    line[n] = '\0';
+    return n;
+}
+
+static int blank(const char *line, long n)
+{
+    for (long i = 0; i < n; i++)
+        if (!strchr(" \t\f\v", line[i]))
+            return 0;
+    return 1;
+}
+
 static int chat_loop(struct chat *chat)
 {
     char line[LINE_MAX_BYTES + 1];
-    int failed = 0;
+    int failed = 0, too_long;
+    long n;
 
     for (;;) {
-        size_t n;
-
         if (chat->interactive)
             printf("you> "), fflush(stdout);
-        if (!fgets(line, sizeof(line), stdin))
+        if ((n = read_line(line, &too_long)) < 0)
             break;
-        n = strlen(line);
-        if (n == LINE_MAX_BYTES && line[n - 1] != '\n') {
-            int c;
-            while ((c = getchar()) != EOF && c != '\n')
-                ;
+        if (too_long) {
             struct keel_error err;
             keel_error_set(&err, KEEL_ETOOBIG, "message", "is longer than %d bytes",
                            PIPELINE_MESSAGE_MAX);
@@ -186,13 +211,11 @@ static int chat_loop(struct chat *chat)
             failed = 1;
             continue;
         }
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-            line[--n] = '\0';
-        if (n == 0)
+        if (blank(line, n))
             continue;
         if (!strcmp(line, ":quit") || !strcmp(line, ":q"))
             break;
-        failed |= chat_turn(chat, line, n);
+        failed |= chat_turn(chat, line, (size_t)n);
     }
     if (chat->interactive)
         printf("\n");
@@ -208,7 +231,8 @@ static int chat_open(struct chat *chat, const char *db, const char *pack, struct
     if ((rc = store_open(cli_db_location(db), &chat->store, err)))
         return rc;
     options.store = chat->store;
-    if ((rc = pipeline_new(&options, &chat->pl, err)))
+    if ((rc = pipeline_new(&options, &chat->pl, err)) ||
+        (rc = pipeline_check_role(chat->pl, chat->role, err)))
         return rc;
     if ((rc = pipeline_ingest_sample(chat->pl, &ingested, err)))
         return rc;
@@ -277,7 +301,7 @@ int cmd_chat(int argc, char **argv)
         }
     }
     if (rc) {
-        cli_report(&err);
+        print_error(&chat, &err);
         pipeline_free(chat.pl);
         store_close(chat.store);
         return 1;
@@ -289,6 +313,9 @@ int cmd_chat(int argc, char **argv)
     if (chat.interactive && chat.conversation[0])
         printf("Conversation %s \u2014 resume with: keel chat --pack %s --conversation %s\n",
                chat.conversation, pack, chat.conversation);
+    else if (!chat.json && chat.conversation[0])   /* scripted: the id goes to stderr */
+        fprintf(stderr, "keel: conversation %s (resume with --conversation %s)\n",
+                chat.conversation, chat.conversation);
     pipeline_free(chat.pl);
     store_close(chat.store);
     return rc;

@@ -11,6 +11,7 @@
 static atomic_long fail_countdown = -1;  /* < 0: injection off */
 static atomic_int fail_sticky;
 static atomic_long live_count;
+static atomic_long failure_count;   /* allocations refused, injected or real */
 
 /* Returns nonzero when this allocation must fail. */
 static int injected_failure(void)
@@ -21,6 +22,7 @@ static int injected_failure(void)
         if (left == 0) {
             if (!atomic_load(&fail_sticky))
                 atomic_store(&fail_countdown, -1);
+            atomic_fetch_add(&failure_count, 1);
             return 1;
         }
         if (atomic_compare_exchange_weak(&fail_countdown, &left, left - 1))
@@ -40,6 +42,11 @@ long keel_alloc_live(void)
     return atomic_load(&live_count);
 }
 
+long keel_alloc_failures(void)
+{
+    return atomic_load(&failure_count);
+}
+
 void *keel_malloc(size_t size)
 {
     void *p;
@@ -49,6 +56,8 @@ void *keel_malloc(size_t size)
     p = malloc(size ? size : 1);
     if (p)
         atomic_fetch_add(&live_count, 1);
+    else
+        atomic_fetch_add(&failure_count, 1);
     return p;
 }
 
@@ -61,6 +70,8 @@ void *keel_calloc(size_t count, size_t size)
     p = calloc(count ? count : 1, size ? size : 1);
     if (p)
         atomic_fetch_add(&live_count, 1);
+    else
+        atomic_fetch_add(&failure_count, 1);
     return p;
 }
 
@@ -68,9 +79,13 @@ void *keel_realloc(void *ptr, size_t size)
 {
     if (!ptr)
         return keel_malloc(size);
+    void *p;
+
     if (injected_failure())
         return NULL;
-    return realloc(ptr, size ? size : 1);
+    if (!(p = realloc(ptr, size ? size : 1)))
+        atomic_fetch_add(&failure_count, 1);
+    return p;
 }
 
 void keel_free(void *ptr)

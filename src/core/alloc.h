@@ -34,4 +34,9 @@ void keel_alloc_fail_after(long n, int sticky);
  * yet (realloc counts as neither). Thread-safe. */
 long keel_alloc_live(void);
 
+/* How many allocations have failed so far (injected or real). Code that
+ * calls a library which may swallow an allocation failure (jansson's
+ * parser drops a byte, its dumper a key) compares it before and after. */
+long keel_alloc_failures(void);
+
 #endif

@@ -20,12 +20,20 @@ int keel_json_parse(const char *text, size_t n, size_t max, const char *origin,
 {
     json_error_t jerr;
     json_t *value;
+    long failures;
 
     if (n > max)
         return keel_error_set(err, KEEL_ETOOBIG, origin,
                               "%zu bytes is over the limit of %zu bytes", n, max);
     memset(&jerr, 0, sizeof(jerr));
+    failures = keel_alloc_failures();
     value = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
+    if (value && keel_alloc_failures() != failures) {
+        /* jansson 2.14's lexer ignores a failed append to a string and
+         * goes on without that byte: never trust such a document. */
+        json_decref(value);
+        return keel_error_set(err, KEEL_ENOMEM, origin, "out of memory");
+    }
     if (!value) {
         /* jansson names every syntax error; some of its allocation
          * failures return NULL and leave the error blank. */
@@ -151,16 +159,31 @@ int keel_json_get_bool(const json_t *obj, const char *key, int required,
     return KEEL_OK;
 }
 
+struct dump {
+    struct keel_buf *buf;
+    int failed;
+};
+
+/* jansson 2.14 does not stop every dump when a write fails (an object
+ * key whose write fails is skipped and the dump goes on), so a failure
+ * is remembered here and the whole dump refused. */
 static int dump_callback(const char *data, size_t size, void *ctx)
 {
-    return keel_buf_add(ctx, data, size) ? -1 : 0;
+    struct dump *d = ctx;
+
+    if (!d->failed && keel_buf_add(d->buf, data, size))
+        d->failed = 1;
+    return d->failed ? -1 : 0;
 }
 
 int keel_json_append(struct keel_buf *buf, const json_t *value, size_t flags)
 {
+    struct dump d = {buf, 0};
     size_t before = buf->len;
+    long failures = keel_alloc_failures();
 
-    if (json_dump_callback(value, dump_callback, buf, flags | JSON_SORT_KEYS | JSON_ENCODE_ANY)) {
+    if (json_dump_callback(value, dump_callback, &d, flags | JSON_SORT_KEYS | JSON_ENCODE_ANY) ||
+        d.failed || keel_alloc_failures() != failures) {
         keel_buf_truncate(buf, before);
         return KEEL_ENOMEM;
     }

@@ -90,14 +90,6 @@ int extract_slots(const struct pipeline_config *cfg, const char *msg, size_t n,
 
 /* ---- redaction ------------------------------------------------------------- */
 
-static int word_has_digit(const char *w, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (isdigit((unsigned char)w[i]))
-            return 1;
-    return 0;
-}
-
 /* A date (digits with / - . between), a long number, or a code mixing
  * letters and digits of 6+ characters (member ids, MRNs). Years alone
  * (four digits) stay: they are search filters, not identifiers. */
@@ -113,8 +105,8 @@ static int is_identifier(const char *w, size_t n)
     }
     if (!digits)
         return 0;
-    if (seps && digits >= 4 && !letters && digits + seps == n)
-        return 1;                        /* 01/02/1980, 1980-01-02 */
+    if (seps == 2 && !letters && digits >= 4 && digits + seps == n)
+        return 1;                        /* 01/02/1980, 1980-01-02 (not 2018-2020) */
     if (!letters && !seps && digits >= 7)
         return 1;                        /* 123456789 */
     return letters && digits >= 3 && n >= 6;   /* AB123456, MRN00123 */
@@ -160,19 +152,19 @@ void extract_redact(const char *msg, size_t n, char *out, size_t cap)
     while (i < n && len + 1 < cap) {
         size_t start = i, end, core_end;
 
-        if (isspace((unsigned char)msg[i])) {
-            put(out, cap, &len, msg + i, 1);
+        if (isspace((unsigned char)msg[i]) || iscntrl((unsigned char)msg[i])) {
+            put(out, cap, &len, " ", 1);   /* control characters never reach the state */
             i++;
             continue;
         }
-        while (i < n && !isspace((unsigned char)msg[i]))
+        while (i < n && !isspace((unsigned char)msg[i]) && !iscntrl((unsigned char)msg[i]))
             i++;
         end = i;
         core_end = end;
         while (core_end > start && strchr(",;:?!)", msg[core_end - 1]))
             core_end--;
-        if (core_end > start + 1 && msg[core_end - 1] == '.' && !word_has_digit(msg + start, 1))
-            core_end--;
+        if (core_end > start + 1 && msg[core_end - 1] == '.')
+            core_end--;   /* a sentence's full stop, also after "2019." */
         int capital = isupper((unsigned char)msg[start]);
         int sentence_end = core_end < end && strchr(".?!", msg[end - 1]);
         if (is_identifier(msg + start, core_end - start) || (names_left > 0 && capital)) {

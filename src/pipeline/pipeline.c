@@ -74,6 +74,20 @@ void pipeline_free(struct pipeline *pl)
     keel_free(pl);
 }
 
+int pipeline_check_role(const struct pipeline *pl, const char *role, struct keel_error *err)
+{
+    char names[512] = "";
+    size_t len = 0;
+
+    if (!role || pack_role_index(pl->pack, role) >= 0)
+        return KEEL_OK;
+    for (size_t i = 0; i < pl->pack->n_roles; i++)
+        len += (size_t)snprintf(names + len, len < sizeof(names) ? sizeof(names) - len : 0, "%s%s",
+                                i ? ", " : "", pl->pack->roles[i].name);
+    return keel_error_set(err, KEEL_EINVAL, "role", "\"%s\" is not a role of pack %s (%s)", role,
+                          pl->pack->name, names);
+}
+
 const char *pipeline_pack_name(const struct pipeline *pl)
 {
     return pl->pack->name;
@@ -152,6 +166,7 @@ static int check_request(const struct pipeline *pl, const struct turn_request *r
                          struct keel_error *err)
 {
     const char *id = req->conversation_id;
+    size_t n;
 
     if (!req->message || req->message_len == 0)
         return keel_error_set(err, KEEL_EINVAL, "message", "must not be empty");
@@ -161,12 +176,15 @@ static int check_request(const struct pipeline *pl, const struct turn_request *r
     if (utf8_valid_prefix(req->message, req->message_len) != req->message_len ||
         memchr(req->message, '\0', req->message_len))
         return keel_error_set(err, KEEL_EINVAL, "message", "must be UTF-8 text without NUL");
+    for (n = 0; n < req->message_len && strchr(" \t\r\n\f\v", req->message[n]); n++)
+        ;
+    if (n == req->message_len)
+        return keel_error_set(err, KEEL_EINVAL, "message", "must not be blank");
     *role = req->role ? pack_role_index(pl->pack, req->role) : pl->pack->default_role;
     if (*role < 0)
-        return keel_error_set(err, KEEL_EINVAL, "role", "\"%s\" is not a role of pack %s",
-                              req->role, pl->pack->name);
+        return pipeline_check_role(pl, req->role, err);
     if (id && *id) {
-        size_t n = strlen(id);
+        n = strlen(id);
         if (n > 128)
             return keel_error_set(err, KEEL_EINVAL, "conversation_id", "is longer than 128 bytes");
         for (size_t i = 0; i < n; i++)
@@ -204,7 +222,13 @@ static json_t *result_json(struct turn *t)
     json_t *bp = t->blueprint ? state_blueprint_json(&t->state.blueprint, &t->pl->cfg)
                               : json_null();
 
-    return json_pack("{s:s,s:i,s:s,s:s,s:O,s:o?,s:s,s:s,s:s?,s:s,s:s,s:O,s:O,s:o?,s:O,s:O,s:o?}",
+    if (!decision || !state || !bp) {   /* the whole result or none of it */
+        json_decref(decision);
+        json_decref(state);
+        json_decref(bp);
+        return NULL;
+    }
+    return json_pack("{s:s,s:i,s:s,s:s,s:O,s:o,s:s,s:s,s:s?,s:s,s:s,s:O,s:O,s:o,s:O,s:O,s:o}",
                      "conversation_id", t->conversation_id, "turn", t->seq, "correlation_id",
                      t->correlation_id, "answer", t->answer.data, "sources", t->sources,
                      "decision", decision, "stage", t->state.stage, "stage_before",
@@ -219,6 +243,7 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
                   struct keel_error *err)
 {
     struct turn t;
+    long failures;
     int rc;
     size_t i;
 
@@ -229,6 +254,7 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
     if ((rc = check_request(pl, req, &t.role, err)))
         return rc;
     t.now = req->now_ms ? req->now_ms : keel_clock_now();
+    t.alloc_failures = keel_alloc_failures();
     keel_id_new("turn", t.correlation_id, sizeof(t.correlation_id));
     if (state_init(&t.state, &pl->cfg) || !(t.deltas = json_array()) ||
         !(t.events = json_array()) || !(t.tools_called = json_array()) ||
@@ -254,8 +280,12 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
             goto out;
         }
     }
-    if (!(*result = result_json(&t)))
+    failures = keel_alloc_failures();
+    if (!(*result = result_json(&t)) || keel_alloc_failures() != failures) {
+        json_decref(*result);
+        *result = NULL;
         rc = keel_error_set(err, KEEL_ENOMEM, "turn", "out of memory (the turn was stored)");
+    }
 out:
     if (rc)
         keel_log(KEEL_LOG_WARN, "turn.failed",

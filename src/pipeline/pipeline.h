@@ -65,6 +65,10 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
 /* Frees a pipeline (not its store). NULL is a no-op. */
 void pipeline_free(struct pipeline *pl);
 
+/* Checks `role` (NULL: the default) against the pack: KEEL_EINVAL naming
+ * "role" and listing the pack's roles when it has no such role. */
+int pipeline_check_role(const struct pipeline *pl, const char *role, struct keel_error *err);
+
 /* The pack's name. */
 const char *pipeline_pack_name(const struct pipeline *pl);
 

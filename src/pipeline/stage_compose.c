@@ -6,6 +6,7 @@
  * an answer is a sentence of a source or a fixed text of the pack
  * (pipeline.messages, with English defaults here).
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -162,17 +163,29 @@ static int source_number(struct turn *t, const json_t *passage)
     return n;
 }
 
-/* Appends `prefix` and `n` bytes of `text` without markdown emphasis
- * marks ("**Mail:**" reads "Mail:"). */
+/* Appends `prefix` and `n` bytes of `text` as plain text: without
+ * markdown emphasis marks ("**Mail:**" reads "Mail:"), and a table row's
+ * cells joined by commas ("| Member Services | 1-866-… |" reads "Member
+ * Services, 1-866-…"). */
 static int add_plain(struct keel_buf *b, const char *prefix, const char *text, size_t n)
 {
     int rc = keel_buf_adds(b, prefix);
 
-    for (size_t i = 0; i < n && !rc; i++)
-        if (text[i] != '*' && !(text[i] == '_' && i + 1 < n && text[i + 1] == '_'))
-            rc = keel_buf_addc(b, text[i]);
-        else if (text[i] == '_')
+    while (n && (text[n - 1] == '|' || text[n - 1] == ' '))
+        n--;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (text[i] == '|') {
+            while (b->len && b->data[b->len - 1] == ' ')
+                keel_buf_truncate(b, b->len - 1);
+            rc = keel_buf_adds(b, ", ");
+            while (i + 1 < n && text[i + 1] == ' ')
+                i++;
+        } else if (text[i] == '_' && i + 1 < n && text[i + 1] == '_') {
             i++;
+        } else if (text[i] != '*') {
+            rc = keel_buf_addc(b, text[i]);
+        }
+    }
     return rc;
 }
 
@@ -180,6 +193,19 @@ struct sentence {
     size_t start, len;
     double score;
 };
+
+/* A table row ends where "| |" joins it to the next one (the chunker
+ * keeps a table's rows on one line). */
+static int row_end(const char *text, size_t i, size_t len)
+{
+    size_t k = i + 1;
+
+    if (text[i] != '|')
+        return 0;
+    while (k < len && text[k] == ' ')
+        k++;
+    return k > i + 1 && k < len && text[k] == '|';
+}
 
 /* Picks up to SENTENCES_PER_PASSAGE sentences of `text` that share the
  * most content words with the query, in text order. Returns how many. */
@@ -192,18 +218,25 @@ static int pick_sentences(const struct turn *t, const char *query, const char *t
 
     memset(best, 0, SENTENCES_PER_PASSAGE * sizeof(*best));
     for (size_t i = 0; i <= len; i++) {
-        int end = i == len || text[i] == '\n' ||
-                  (strchr(".?!", text[i]) && (i + 1 == len || text[i + 1] == ' '));
+        /* "8 a.m. to 7 p.m." does not end at "a.m.": a full stop ends a
+         * sentence only before a capital, a digit or the end. */
+        int end = i == len || text[i] == '\n' || row_end(text, i, len) ||
+                  (strchr(".?!", text[i]) && (i + 1 == len || text[i + 1] == ' ') &&
+                   !(text[i] == '.' && i + 2 < len && islower((unsigned char)text[i + 2])));
         if (!end)
             continue;
         size_t n = i - start + (i < len && text[i] != '\n');
-        while (n && strchr(" #>-*", text[start])) {
+        while (n && strchr(" #>-*|", text[start])) {
             start++;
             n--;
         }
         if (n > 20 && n < sizeof(piece)) {
             memcpy(piece, text + start, n);
             piece[n] = '\0';
+            if (strstr(piece, "|-") || strstr(piece, "-|")) {
+                start = i + 1;
+                continue;   /* a table's rule row says nothing */
+            }
             double score = tools_coverage(&t->pl->cfg, query, piece);
             for (int k = 0; k < SENTENCES_PER_PASSAGE; k++)
                 if (score > best[k].score) {

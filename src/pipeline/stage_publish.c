@@ -15,11 +15,14 @@
  *   stage_transitions_done           … and the stage is now its target
  *
  * Publish emits its end event before writing, so the stored events are
- * complete; if the write fails nothing of the turn exists.
+ * complete; if the write fails nothing of the turn exists. A turn during
+ * which any allocation failed is refused (KEEL_ENOMEM) before the write:
+ * jansson hides some failures, so nothing built then is trusted.
  */
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/json.h"
 #include "pipeline/turn.h"
 
 struct counters {
@@ -72,6 +75,20 @@ static const char *logged_tool(const struct turn *t)
     return json_string_value(json_array_get(t->tools_called, 0));
 }
 
+/* Serialises `value` (compact, keys sorted) into a new string, or NULL
+ * when out of memory — never a partial document. */
+static char *dump(const json_t *value)
+{
+    struct keel_buf b;
+
+    keel_buf_init(&b, STORE_TEXT_MAX * 4);
+    if (keel_json_append(&b, value, JSON_COMPACT)) {
+        keel_buf_release(&b);
+        return NULL;
+    }
+    return keel_buf_detach(&b, NULL);
+}
+
 int stage_publish(struct turn *t, struct keel_error *err)
 {
     struct store_turn_record rec;
@@ -80,12 +97,12 @@ int stage_publish(struct turn *t, struct keel_error *err)
     const char *tool = logged_tool(t);
     const json_t *args = tool ? json_object_get(t->tool_args, tool) : NULL;
     char *texts[7] = {NULL};
-    char *user = keel_strndup(t->req->message, t->req->message_len);   /* the request's is not NUL-terminated */
+    char *user = keel_strndup(t->req->message, t->req->message_len);   /* not NUL-terminated */
     int rc = KEEL_ENOMEM;
 
     struct state_delta turns = {.kind = DELTA_TURNS, .index = t->seq};
-    if ((rc = turn_apply(t, &turns, err)))
-        return rc;
+    if (!user || (rc = turn_apply(t, &turns, err)))
+        goto out;
     rc = KEEL_ENOMEM;
     quality_counters(t, tool, args, &c);
     if (turn_emit(t, "end", NULL, json_pack("{s:i}", "events", t->event_seq + 1),
@@ -95,17 +112,17 @@ int stage_publish(struct turn *t, struct keel_error *err)
     decision = policy_decision_json(t->pl->policy, &t->decision);
     if (!state || !decision)
         goto out;
-    texts[0] = json_dumps(state, JSON_COMPACT);
-    texts[1] = json_dumps(t->deltas, JSON_COMPACT);
-    texts[2] = json_dumps(t->events, JSON_COMPACT);
-    texts[3] = json_dumps(t->sources, JSON_COMPACT);
-    texts[4] = json_dumps(json_object_get(decision, "reasons"), JSON_COMPACT);
-    texts[5] = json_dumps(decision, JSON_COMPACT);
-    texts[6] = args ? json_dumps(args, JSON_COMPACT) : NULL;
+    texts[0] = dump(state);
+    texts[1] = dump(t->deltas);
+    texts[2] = dump(t->events);
+    texts[3] = dump(t->sources);
+    texts[4] = dump(json_object_get(decision, "reasons"));
+    texts[5] = dump(decision);
+    texts[6] = args ? dump(args) : NULL;
     for (int i = 0; i < 6; i++)
         if (!texts[i])
             goto out;
-    if (!user)
+    if (args && !texts[6])
         goto out;
     memset(&rec, 0, sizeof(rec));
     rec.conversation_id = t->conversation_id;
@@ -130,6 +147,11 @@ int stage_publish(struct turn *t, struct keel_error *err)
     rec.stage_to = t->state.stage;
     rec.metrics = c.m;
     rec.n_metrics = c.n;
+    /* jansson swallows some allocation failures (a copy loses a key, a
+     * parse a byte): a turn during which any allocation failed is not
+     * trusted, so it is not stored. */
+    if (keel_alloc_failures() != t->alloc_failures)
+        goto out;
     rc = store_save_turn(t->pl->store, &rec, err);
 out:
     if (rc == KEEL_ENOMEM && !err->code)

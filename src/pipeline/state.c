@@ -208,8 +208,8 @@ int state_apply(struct thread_state *state, const struct pipeline_config *cfg,
     default:
         return keel_error_set(err, KEEL_EINVAL, "delta", "unknown delta kind %d", (int)d->kind);
     }
-    if (!rc && log)
-        json_array_append_new(log, delta_json(d, cfg));
+    if (!rc && log && json_array_append_new(log, delta_json(d, cfg)))
+        rc = keel_error_set(err, KEEL_ENOMEM, "deltas", "out of memory");
     return rc;
 }
 
@@ -220,19 +220,47 @@ static json_t *text_or_null(const char *s)
     return *s ? json_string(s) : json_null();
 }
 
+/* Appends / sets, counting failures in *bad (jansson frees `value` on
+ * failure), so a document built under memory pressure is dropped whole
+ * rather than stored with parts missing. */
+static void append(json_t *array, json_t *value, int *bad)
+{
+    if (!array)
+        json_decref(value);
+    *bad |= !array || !value || json_array_append_new(array, value);
+}
+
+static void set(json_t *object, const char *key, json_t *value, int *bad)
+{
+    if (!object)
+        json_decref(value);
+    *bad |= !object || !value || json_object_set_new(object, key, value);
+}
+
 json_t *state_blueprint_json(const struct blueprint *bp, const struct pipeline_config *cfg)
 {
     json_t *subs, *j;
+    int bad = 0;
 
     if (!bp->active)
         return json_null();
     subs = json_array();
     for (int i = 0; i < bp->n_subs; i++)
-        json_array_append_new(subs, json_pack("{s:s,s:s,s:s}", "text", bp->subs[i].text, "path",
-                                              cfg->paths[bp->subs[i].path].name, "status",
-                                              state_sub_status_name(bp->subs[i].status)));
-    j = json_pack("{s:s,s:o,s:i}", "question", bp->question, "subquestions", subs,
-                  "created_turn", bp->created_turn);
+        append(subs, json_pack("{s:s,s:s,s:s}", "text", bp->subs[i].text, "path",
+                               cfg->paths[bp->subs[i].path].name, "status",
+                               state_sub_status_name(bp->subs[i].status)), &bad);
+    if (bad) {
+        json_decref(subs);
+        return NULL;
+    }
+    j = json_object();
+    set(j, "question", json_string(bp->question), &bad);
+    set(j, "subquestions", subs, &bad);
+    set(j, "created_turn", json_integer(bp->created_turn), &bad);
+    if (bad) {
+        json_decref(j);
+        return NULL;
+    }
     return j;
 }
 
@@ -241,36 +269,38 @@ json_t *state_to_json(const struct thread_state *state, const struct pipeline_co
     json_t *history = json_array(), *jur = json_object(), *open = json_array(), *sug = json_object();
     json_t *j;
     char ts[KEEL_RFC3339_MAX];
+    int bad = 0;
 
-    if (!history || !jur || !open || !sug)
-        goto oom;
-    for (int i = 0; i < state->n_history; i++) {
+    for (int i = 0; i < state->n_history && !bad; i++) {
         const struct stage_change *c = &state->history[i];
-        json_array_append_new(history, json_pack("{s:s,s:s,s:s,s:s}", "from", c->from, "to",
-                                                 c->to, "timestamp",
-                                                 keel_time_format(c->ts_ms, ts, sizeof(ts)),
-                                                 "reason", c->reason));
+        append(history, json_pack("{s:s,s:s,s:s,s:s}", "from", c->from, "to", c->to, "timestamp",
+                                  keel_time_format(c->ts_ms, ts, sizeof(ts)), "reason", c->reason),
+               &bad);
     }
-    for (int s = 0; s < cfg->n_slots; s++) {
-        json_object_set_new(jur, cfg->slots[s].name, text_or_null(state->slots[s]));
+    for (int s = 0; s < cfg->n_slots && !bad; s++) {
+        set(jur, cfg->slots[s].name, text_or_null(state->slots[s]), &bad);
         if (state->open_slots >> s & 1)
-            json_array_append_new(open, json_string(cfg->slots[s].name));
+            append(open, json_string(cfg->slots[s].name), &bad);
         if (state->suggested[s][0])
-            json_object_set_new(sug, cfg->slots[s].name, json_string(state->suggested[s]));
+            set(sug, cfg->slots[s].name, json_string(state->suggested[s]), &bad);
     }
-    j = json_pack("{s:s,s:f,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:i}", "stage", state->stage,
-                  "stage_confidence", state->stage_confidence, "stage_history", history,
-                  "research_question", text_or_null(state->research_question), "research_topic",
-                  text_or_null(state->research_topic), "jurisdiction", jur, "open_slots", open,
-                  "suggested", sug, "refined_query", text_or_null(state->refined_query), "blueprint",
-                  state_blueprint_json(&state->blueprint, cfg), "turns", state->turns);
+    j = json_object();
+    set(j, "stage", json_string(state->stage), &bad);
+    set(j, "stage_confidence", json_real(state->stage_confidence), &bad);
+    set(j, "stage_history", history, &bad);
+    set(j, "research_question", text_or_null(state->research_question), &bad);
+    set(j, "research_topic", text_or_null(state->research_topic), &bad);
+    set(j, "jurisdiction", jur, &bad);
+    set(j, "open_slots", open, &bad);
+    set(j, "suggested", sug, &bad);
+    set(j, "refined_query", text_or_null(state->refined_query), &bad);
+    set(j, "blueprint", state_blueprint_json(&state->blueprint, cfg), &bad);
+    set(j, "turns", json_integer(state->turns), &bad);
+    if (bad) {
+        json_decref(j);
+        return NULL;
+    }
     return j;
-oom:
-    json_decref(history);
-    json_decref(jur);
-    json_decref(open);
-    json_decref(sug);
-    return NULL;
 }
 
 static int read_text(const json_t *obj, const char *key, char *dst, size_t cap, const char *path,

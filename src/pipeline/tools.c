@@ -3,7 +3,6 @@
  */
 #include "pipeline/tools.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,96 +12,100 @@
 
 #define REGISTRY_SIZE 2
 
-/* ---- schema check ---------------------------------------------------------- */
+/* ---- argument check ---------------------------------------------------------- */
 
-static int check_value(const json_t *schema, const json_t *v, const char *field,
+static const char *const arg_type_names[] = {"string", "integer", "boolean"};
+
+static int check_value(const struct tool_arg *a, const json_t *v, const char *field,
                        struct keel_error *err)
 {
-    const char *type = json_string_value(json_object_get(schema, "type"));
-    json_t *min = json_object_get(schema, "minimum"), *max = json_object_get(schema, "maximum");
-    json_t *max_len = json_object_get(schema, "maxLength");
-
-    if (type && !strcmp(type, "string")) {
+    switch (a->type) {
+    case ARG_STRING:
         if (!json_is_string(v))
             return keel_error_set(err, KEEL_EINVAL, field, "must be a string, not %s",
                                   keel_json_type_name(v));
-        if (max_len && json_string_length(v) > (size_t)json_integer_value(max_len))
-            return keel_error_set(err, KEEL_EINVAL, field, "must be at most %lld bytes",
-                                  (long long)json_integer_value(max_len));
-        if (json_integer_value(json_object_get(schema, "minLength")) > 0 &&
-            json_string_length(v) == 0)
+        if (json_string_length(v) > (size_t)a->max)
+            return keel_error_set(err, KEEL_EINVAL, field, "must be at most %lld bytes", a->max);
+        if (json_string_length(v) < (size_t)a->min)
             return keel_error_set(err, KEEL_EINVAL, field, "must not be empty");
-    } else if (type && !strcmp(type, "integer")) {
+        break;
+    case ARG_INTEGER:
         if (!json_is_integer(v))
             return keel_error_set(err, KEEL_EINVAL, field, "must be an integer, not %s",
                                   keel_json_type_name(v));
-        if ((min && json_integer_value(v) < json_integer_value(min)) ||
-            (max && json_integer_value(v) > json_integer_value(max)))
-            return keel_error_set(err, KEEL_EINVAL, field, "must be from %lld to %lld",
-                                  (long long)json_integer_value(min),
-                                  (long long)json_integer_value(max));
-    } else if (type && !strcmp(type, "boolean")) {
+        if (json_integer_value(v) < a->min || json_integer_value(v) > a->max)
+            return keel_error_set(err, KEEL_EINVAL, field, "must be from %lld to %lld", a->min,
+                                  a->max);
+        break;
+    case ARG_BOOLEAN:
         if (!json_is_boolean(v))
             return keel_error_set(err, KEEL_EINVAL, field, "must be true or false, not %s",
                                   keel_json_type_name(v));
+        break;
     }
     return KEEL_OK;
 }
 
-static const struct tool_def registry[REGISTRY_SIZE];
-static json_t *schemas[REGISTRY_SIZE];
-static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
-
-/* Schemas are static text, parsed once per process (they are plain data
- * in the registry); a schema that fails to parse (out of memory) stays
- * NULL and its tool reports so. */
-static void parse_schemas(void)
+static const struct tool_arg *find_arg(const struct tool_def *tool, const char *name)
 {
-    for (size_t i = 0; i < REGISTRY_SIZE; i++)
-        schemas[i] = json_loads(registry[i].schema, 0, NULL);
+    for (const struct tool_arg *a = tool->args; a->name; a++)
+        if (!strcmp(a->name, name))
+            return a;
+    return NULL;
 }
 
 int tools_check_args(const struct tool_def *tool, const json_t *args, struct keel_error *err)
 {
-    json_t *schema, *props, *required, *v;
+    char field[KEEL_JSON_PATH_MAX];
     const char *key;
-    size_t i;
-    int rc = KEEL_OK;
+    json_t *v;
+    int rc;
 
-    pthread_once(&schemas_once, parse_schemas);
-    schema = schemas[tool - registry];
-    if (!schema)
-        return keel_error_set(err, KEEL_ENOMEM, tool->name, "cannot read the tool's schema");
-    props = json_object_get(schema, "properties");
-    required = json_object_get(schema, "required");
-    if (!json_is_object(args)) {
-        rc = keel_error_set(err, KEEL_EINVAL, "args", "must be an object, not %s",
-                            keel_json_type_name(args));
-        goto out;
-    }
+    if (!json_is_object(args))
+        return keel_error_set(err, KEEL_EINVAL, "args", "must be an object, not %s",
+                              keel_json_type_name(args));
     json_object_foreach((json_t *)args, key, v) {
-        char field[KEEL_JSON_PATH_MAX];
-        json_t *prop = json_object_get(props, key);
+        const struct tool_arg *a = find_arg(tool, key);
 
         keel_json_path_key(field, sizeof(field), "args", key);
-        if (!prop) {
-            rc = keel_error_set(err, KEEL_EINVAL, field, "is not an argument of %s", tool->name);
-            goto out;
-        }
-        if ((rc = check_value(prop, v, field, err)))
-            goto out;
+        if (!a)
+            return keel_error_set(err, KEEL_EINVAL, field, "is not an argument of %s", tool->name);
+        if ((rc = check_value(a, v, field, err)))
+            return rc;
     }
-    json_array_foreach(required, i, v) {
-        char field[KEEL_JSON_PATH_MAX];
+    for (const struct tool_arg *a = tool->args; a->name; a++) {
+        keel_json_path_key(field, sizeof(field), "args", a->name);
+        if (a->required && !json_object_get(args, a->name))
+            return keel_error_set(err, KEEL_EINVAL, field, "is required");
+    }
+    return KEEL_OK;
+}
 
-        keel_json_path_key(field, sizeof(field), "args", json_string_value(v));
-        if (!json_object_get(args, json_string_value(v))) {
-            rc = keel_error_set(err, KEEL_EINVAL, field, "is required");
-            goto out;
-        }
+json_t *tools_schema(const struct tool_def *tool)
+{
+    json_t *props = json_object(), *required = json_array(), *schema;
+    int bad = !props || !required;
+
+    for (const struct tool_arg *a = tool->args; a->name && !bad; a++) {
+        json_t *p = json_pack("{s:s,s:s}", "type", arg_type_names[a->type], "description",
+                              a->description);
+        if (p && a->type == ARG_STRING)
+            bad |= json_object_set_new(p, "maxLength", json_integer(a->max));
+        if (p && a->type == ARG_INTEGER)
+            bad |= json_object_set_new(p, "minimum", json_integer(a->min)) ||
+                   json_object_set_new(p, "maximum", json_integer(a->max));
+        bad |= !p || json_object_set_new(props, a->name, p);
+        if (a->required)
+            bad |= json_array_append_new(required, json_string(a->name));
     }
-out:
-    return rc;
+    if (bad) {
+        json_decref(props);
+        json_decref(required);
+        return NULL;
+    }
+    schema = json_pack("{s:s,s:o,s:o,s:b}", "type", "object", "properties", props, "required",
+                       required, "additionalProperties", 0);
+    return schema;
 }
 
 int tools_run(const struct tool_def *tool, const struct tool_env *env, const json_t *args,
@@ -387,21 +390,27 @@ static int run_rag_search(const struct tool_env *env, const json_t *args, json_t
 
 /* ---- the registry ---------------------------------------------------------- */
 
+static const struct tool_arg search_papers_args[] = {
+    {"query", ARG_STRING, 1, 1, TOOL_QUERY_MAX, "what to search for"},
+    {"count", ARG_INTEGER, 0, 1, 50, "how many papers"},
+    {"year_from", ARG_INTEGER, 0, 0, 9999, "earliest publication year"},
+    {"year_to", ARG_INTEGER, 0, 0, 9999, "latest publication year"},
+    {"open_access_only", ARG_BOOLEAN, 0, 0, 0, "only open-access papers"},
+    {NULL, ARG_STRING, 0, 0, 0, NULL},
+};
+
+static const struct tool_arg rag_search_args[] = {
+    {"query", ARG_STRING, 1, 1, TOOL_QUERY_MAX, "the question, with the plan's name"},
+    {"top_k", ARG_INTEGER, 0, 1, 50, "how many passages"},
+    {"focus", ARG_STRING, 0, 0, TOOL_QUERY_MAX, "the words a passage must cover to answer"},
+    {NULL, ARG_STRING, 0, 0, 0, NULL},
+};
+
 static const struct tool_def registry[REGISTRY_SIZE] = {
     {"search_papers", "Search the local paper library with year and open-access filters.",
-     "{\"type\":\"object\",\"required\":[\"query\"],\"properties\":{"
-     "\"query\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":512},"
-     "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50},"
-     "\"year_from\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9999},"
-     "\"year_to\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9999},"
-     "\"open_access_only\":{\"type\":\"boolean\"}}}",
-     PACK_READ, run_search_papers},
+     search_papers_args, PACK_READ, run_search_papers},
     {"rag_search", "Search the ingested document corpus; passages carry a confidence band.",
-     "{\"type\":\"object\",\"required\":[\"query\"],\"properties\":{"
-     "\"query\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":512},"
-     "\"top_k\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50},"
-     "\"focus\":{\"type\":\"string\",\"maxLength\":512}}}",
-     PACK_READ, run_rag_search},
+     rag_search_args, PACK_READ, run_rag_search},
 };
 
 const struct tool_def *tools_find(const char *name)

@@ -34,17 +34,33 @@ struct tool_env {
     const struct pipeline_config *cfg;  /* thresholds, stopwords */
 };
 
+enum tool_arg_type { ARG_STRING, ARG_INTEGER, ARG_BOOLEAN };
+
+/* One argument: strings have lengths min..max bytes, integers values
+ * min..max. */
+struct tool_arg {
+    const char *name;       /* NULL ends a list */
+    enum tool_arg_type type;
+    int required;
+    long long min, max;
+    const char *description;
+};
+
 struct tool_def {
     const char *name;
     const char *description;
-    const char *schema;   /* JSON Schema (object, properties, required) as text */
-    int access;           /* PACK_READ or PACK_WRITE */
+    const struct tool_arg *args;   /* the schema, as data */
+    int access;                    /* PACK_READ or PACK_WRITE */
     int (*run)(const struct tool_env *env, const json_t *args, json_t **result,
                struct keel_error *err);
 };
 
 /* The registry entry named `name`, or NULL. */
 const struct tool_def *tools_find(const char *name);
+
+/* The tool's arguments as a JSON Schema object (for a model's tool
+ * list), or NULL when out of memory. */
+json_t *tools_schema(const struct tool_def *tool);
 
 /* Checks `args` against the tool's schema: an object, only known
  * properties, required ones present, types, integer bounds and string

@@ -42,6 +42,7 @@ struct turn {
     struct pipeline *pl;
     const struct turn_request *req;
     int64_t now;
+    long alloc_failures;               /* keel_alloc_failures() when the turn began */
     char conversation_id[KEEL_ID_MAX + 80];
     char correlation_id[KEEL_ID_MAX];
     int seq;                           /* this turn's number, from 1 */

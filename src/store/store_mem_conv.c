@@ -132,6 +132,7 @@ int mem_conv_save(struct mem_conversations **convp, const struct store_turn_reco
 {
     struct mem_conversations *conv = *convp;
     json_t *c = NULL, *m = NULL;
+    long failures;
     int rc;
 
     if (!conv) {
@@ -142,9 +143,15 @@ int mem_conv_save(struct mem_conversations **convp, const struct store_turn_reco
         }
         *convp = conv;
     }
+    failures = keel_alloc_failures();
     if ((rc = next_conversation(conv, rec, &c, err)) || (rc = next_metrics(conv, rec, &m, err))) {
         json_decref(c);
         return rc;
+    }
+    if (keel_alloc_failures() != failures) {   /* jansson's copies skip keys they cannot add */
+        json_decref(c);
+        json_decref(m);
+        return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
     }
     /* Reserve the key first so the swap below cannot fail half-way. */
     if (!json_object_get(conv->by_id, rec->conversation_id) &&

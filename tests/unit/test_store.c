@@ -137,7 +137,7 @@ static enum store_outcome put_document(struct store *store, const char *id, cons
 static void search(struct store *store, const char *text, int year_from, int year_to,
                    int open_access_only, int limit, struct paper_hits *hits)
 {
-    struct paper_query query = {text, year_from, year_to, open_access_only, limit};
+    struct paper_query query = {text, year_from, year_to, open_access_only, limit, STORE_MATCH_ANY};
     struct keel_error err;
     int rc;
 
@@ -589,7 +589,7 @@ START_TEST(test_argument_errors)
     struct store_paper paper = paper_make("p1", NULL, NULL, 2020, 0);
     struct store_document doc = {"d1", "Doc", NULL, NULL};
     struct store_chunk bad_chunk[] = {{"ok", "fine"}, {"missing", NULL}};
-    struct paper_query query = {"anything", 0, 0, 0, 10};
+    struct paper_query query = {"anything", 0, 0, 0, 10, STORE_MATCH_ANY};
     enum store_outcome outcome = STORE_UNCHANGED;
     struct paper_hits hits;
     struct chunk_hits chunks;
@@ -709,7 +709,7 @@ enum fault_op { FAULT_PUT_PAPER, FAULT_PUT_DOCUMENT, FAULT_SEARCH_PAPERS, FAULT_
 static int fault_run(struct store *store, enum fault_op op, long n, int sticky)
 {
     struct store_paper v2 = paper_version(2);
-    struct paper_query query = {"first second edition", 0, 0, 0, 10};
+    struct paper_query query = {"first second edition", 0, 0, 0, 10, STORE_MATCH_ANY};
     enum store_outcome outcome = (enum store_outcome)-1;
     struct paper_hits hits = {NULL, 0};
     struct chunk_hits chunks = {NULL, 0};
@@ -834,7 +834,8 @@ START_TEST(test_sqlite_reopen_keeps_data)
     store_close(store);
     read_migrations(path, first, sizeof(first));
     /* Every migration ran once, at the first open. */
-    ck_assert_str_eq(first, "1@2026-02-07T12:00:00.000Z;2@2026-02-07T12:00:00.000Z;");
+    ck_assert_str_eq(first, "1@2026-02-07T12:00:00.000Z;2@2026-02-07T12:00:00.000Z;"
+                            "3@2026-02-07T12:00:00.000Z;");
 
     /* A day later, through the "sqlite:" form of the location. */
     keel_clock_pin(NOW_MS + 86400000);

@@ -27,6 +27,8 @@ Suite *suite_lexicon(void);
 Suite *suite_policy(void);
 Suite *suite_replay(void);
 Suite *suite_store(void);
+Suite *suite_store_conv(void);
+Suite *suite_pipeline(void);
 Suite *suite_ingest(void);
 
 #endif
