@@ -266,15 +266,11 @@ test_chat_help_and_usage_errors() {
     expect_err "nosuchpack"
 }
 
-# Known bugs, checked only with KEEL_TEST_KNOWN_BUGS=1 (see the report).
+# Bugs the first run of these tests found, fixed since.
 
 # The patient-identifier redaction takes a hyphenated year range, or a
 # year that ends a sentence, for a date: the policy never sees the years.
 test_chat_years_survive_redaction() {
-    if [ "${KEEL_TEST_KNOWN_BUGS:-0}" != 1 ]; then
-        echo "skipped: known bug (KEEL_TEST_KNOWN_BUGS=1 runs it)"
-        return 0
-    fi
     say 'find papers about sleep from 2018-2020\nfind papers about sleep published since 2019.\nPapers on sleep from 2015 to 2019.\n'
     export KEEL_NOW=2026-02-07T12:00:00Z
     run "$KEEL" chat --db mem: --json < "$TMP/in.txt"
@@ -288,10 +284,6 @@ test_chat_years_survive_redaction() {
 # A NUL byte in a line: the line is cut at the NUL (and a long line's
 # rest becomes a message of its own) instead of being refused.
 test_chat_nul_byte_line_is_refused() {
-    if [ "${KEEL_TEST_KNOWN_BUGS:-0}" != 1 ]; then
-        echo "skipped: known bug (KEEL_TEST_KNOWN_BUGS=1 runs it)"
-        return 0
-    fi
     say 'how do I\000 file an appeal\n'
     chat_json "$TMP/chat_nul.db"
     expect_rc 1

@@ -14,9 +14,7 @@
  * returns both messages of every turn, oldest first; unknown ids are
  * KEEL_ENOTFOUND; bad arguments name their field; a save that fails on
  * an injected allocation failure leaves the conversation and the counters
- * exactly as they were (SQLite; on "mem:" only with -DKEEL_TEST_KNOWN_BUGS:
- * that backend's save can drop keys when an allocation fails, and the
- * next load crashes). TCase "conv_sqlite_file" checks the rows SQLite
+ * exactly as they were, on both backends. TCase "conv_sqlite_file" checks the rows SQLite
  * holds (one turn row, two messages, one decision per turn) and that a
  * reopened file keeps the conversation. Every TCase has the leak fixture.
  */
@@ -565,14 +563,12 @@ Suite *suite_store_conv(void)
 
     tcase_add_unchecked_fixture(mem, backend_mem, NULL);
     add_contract_tests(mem);
-#ifdef KEEL_TEST_KNOWN_BUGS
     /* Known bug: the in-memory save copies the conversation and the
      * counters with json_copy(), which drops members silently when an
      * allocation fails; the save then succeeds with keys missing and the
      * next load crashes (keel_strdup(NULL) in mem_conv_load). */
     tcase_set_timeout(mem, 60);
     tcase_add_test(mem, test_conv_failed_save_changes_nothing);
-#endif
     suite_add_tcase(s, mem);
 
     /* The fault sweep opens a store per step: room for sanitizers. */
