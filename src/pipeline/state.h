@@ -41,7 +41,8 @@ struct blueprint_sub {
 };
 
 /* The plan of one user question: its subquestions, each on a path. It is
- * kept across clarification turns and cleared when answered. */
+ * kept across clarification turns and after it is answered (so "what
+ * about UHC?" can ask it again), until a new question replaces it. */
 struct blueprint {
     int active;
     char question[STATE_TEXT_MAX];
@@ -115,8 +116,9 @@ int state_apply(struct thread_state *state, const struct pipeline_config *cfg,
 json_t *state_to_json(const struct thread_state *state, const struct pipeline_config *cfg);
 
 /* Reads a state written by state_to_json into an initialised `state`.
- * Unknown keys, wrong types, unknown slots or paths, and texts over their
- * caps fail with KEEL_EINVAL naming the field. */
+ * Unknown keys, wrong types and unknown slots or paths fail with
+ * KEEL_EINVAL, texts over their caps with KEEL_ETOOBIG, naming the
+ * field. */
 int state_from_json(struct thread_state *state, const struct pipeline_config *cfg,
                     const json_t *json, struct keel_error *err);
 
