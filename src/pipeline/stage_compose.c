@@ -283,8 +283,13 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
             continue;   /* nothing of it answers: not a source */
         if ((number = source_number(t, p)) < 0)
             return KEEL_ENOMEM;
-        for (int k = 0; k < n && !rc; k++)
-            rc = add_plain(b, k ? " " : used ? "\n" : "", text + best[k].start, best[k].len);
+        for (int k = 0; k < n && !rc; k++) {
+            /* A sentence ends itself; a table row needs a separator. */
+            const char *sep = !k ? (used ? "\n" : "")
+                              : strchr(".?!:", text[best[k - 1].start + best[k - 1].len - 1])
+                                  ? " " : "; ";
+            rc = add_plain(b, sep, text + best[k].start, best[k].len);
+        }
         if (rc || (rc = keel_buf_addf(b, " [%d]", number)))
             return rc;
         used++;

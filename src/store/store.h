@@ -69,7 +69,9 @@ struct store_chunk {
 enum store_outcome { STORE_ADDED, STORE_UPDATED, STORE_UNCHANGED };
 
 /* How a search matches its words: rows holding any of them (OR), or
- * rows holding all of them (AND: fewer rows to rank, the better ones). */
+ * rows holding all of them, each as a word or the start of one ("limit"
+ * finds "limits"): an AND of prefix queries, fewer rows to rank and the
+ * better ones. */
 enum store_match { STORE_MATCH_ANY, STORE_MATCH_ALL };
 
 struct paper_query {

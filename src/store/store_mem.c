@@ -84,7 +84,9 @@ struct bm25 {
     size_t rows;                          /* N: every row, filtered or not */
     size_t tokens;                        /* over every row */
     size_t rows_with[STORE_QUERY_WORDS];  /* n: rows holding word i */
-    int match_all;                        /* candidates hold every word (FTS5's AND) */
+    int match_all;                        /* candidates hold every word as a prefix
+                                             ("limit" finds "limits"), FTS5's AND of
+                                             prefix queries */
     struct candidate *items;
     size_t n, cap;
 };
@@ -233,7 +235,8 @@ static void query_words_init(struct query_words *query, const char *text)
  * `freq` and returns the number of words. A word longer than WORD_MAX
  * counts but matches nothing: the index holds it whole, and a query word
  * is at most WORD_MAX bytes. */
-static size_t scan_text(const char *text, const struct query_words *query, unsigned *freq)
+static size_t scan_text(const char *text, const struct query_words *query, int prefix,
+                        unsigned *freq)
 {
     const unsigned char *p = (const unsigned char *)(text ? text : "");
     char word[WORD_MAX + 1];
@@ -251,7 +254,8 @@ static size_t scan_text(const char *text, const struct query_words *query, unsig
                 word[len++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
         tokens++;
         for (size_t i = 0; i < query->n; i++)
-            if (query->lens[i] == len && !memcmp(query->words[i], word, len))
+            if ((query->lens[i] == len || (prefix && query->lens[i] < len)) &&
+                !memcmp(query->words[i], word, query->lens[i]))
                 freq[i]++;
     }
     return tokens;
@@ -282,8 +286,8 @@ static int bm25_add_row(struct bm25 *rank, const char *first, const char *second
     void *grown;
 
     memset(&item, 0, sizeof(item));
-    item.length = scan_text(first, query, item.freq);
-    item.length += scan_text(second, query, item.freq);
+    item.length = scan_text(first, query, rank->match_all, item.freq);
+    item.length += scan_text(second, query, rank->match_all, item.freq);
     rank->rows++;
     rank->tokens += item.length;
     for (size_t i = 0; i < query->n; i++) {

@@ -472,6 +472,8 @@ static int match_expression(const char *text, enum store_match match, struct kee
             rc = *p == '"' ? keel_buf_adds(out, "\"\"") : keel_buf_addc(out, *p);
         if (!rc)
             rc = keel_buf_addc(out, '"');
+        if (!rc && match == STORE_MATCH_ALL)
+            rc = keel_buf_addc(out, '*');   /* a prefix: "limit" finds "limits" */
     }
     return rc;
 }
