@@ -502,6 +502,41 @@ START_TEST(test_chunk_search)
 }
 END_TEST
 
+/* Matching all words: every word must be there, as a word or a word's
+ * start; any-word search on the same store finds more. */
+START_TEST(test_chunk_search_all_words)
+{
+    struct store *store = store_fresh();
+    struct store_chunk other[] = {{"Notes", "Nothing about building here, only sqlite notes."}};
+    struct chunk_hits hits;
+    struct keel_error err;
+
+    ck_assert_int_eq(put_document(store, "docs/guide.md", "Guide", guide, 3), STORE_ADDED);
+    ck_assert_int_eq(put_document(store, "docs/notes.md", NULL, other, 1), STORE_ADDED);
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_search_chunks_all(store, "sqlite notes", 10, &hits, &err), KEEL_OK);
+    ck_assert_uint_eq(hits.n, 1);
+    ck_assert_str_eq(hits.items[0].document_id, "docs/notes.md");
+    chunk_hits_release(&hits);
+    search_chunks(store, "sqlite notes", 10, &hits);
+    ck_assert_uint_eq(hits.n, 2);   /* any word: the guide's SQLite chunk too */
+    chunk_hits_release(&hits);
+    /* "lib" starts "library" and "libyaml"; "licen" starts "licensed" and "licence". */
+    ck_assert_int_eq(store_search_chunks_all(store, "lib", 10, &hits, &err), KEEL_OK);
+    ck_assert_uint_eq(hits.n, 2);
+    chunk_hits_release(&hits);
+    ck_assert_int_eq(store_search_chunks_all(store, "licen mit", 10, &hits, &err), KEEL_OK);
+    ck_assert_uint_eq(hits.n, 1);
+    ck_assert_int_eq(hits.items[0].ordinal, 2);
+    ck_assert(hits.items[0].score > 0.0);
+    chunk_hits_release(&hits);
+    ck_assert_int_eq(store_search_chunks_all(store, "sqlite licence", 10, &hits, &err), KEEL_OK);
+    ck_assert_uint_eq(hits.n, 0);
+    chunk_hits_release(&hits);
+    store_close(store);
+}
+END_TEST
+
 START_TEST(test_chunk_ties_are_ordered)
 {
     struct store *store = store_fresh();
@@ -1011,6 +1046,7 @@ static void add_contract_tests(TCase *tc)
     tcase_add_test(tc, test_queries_without_words);
     tcase_add_test(tc, test_document_outcomes);
     tcase_add_test(tc, test_chunk_search);
+    tcase_add_test(tc, test_chunk_search_all_words);
     tcase_add_test(tc, test_chunk_ties_are_ordered);
     tcase_add_test(tc, test_document_fewer_chunks);
     tcase_add_test(tc, test_counts_mixed);
