@@ -5,6 +5,7 @@
 #include "bench_data.h"
 
 #include <stdio.h>
+#include <unistd.h>
 
 #define N_WORDS 8000
 
@@ -56,4 +57,18 @@ void bench_sentence(struct keel_buf *buf, int words)
 {
     keel_buf_reset(buf);
     bench_add_words(buf, words);
+}
+
+void bench_remove_db(const char *path, const char *dir)
+{
+    char file[4200];
+
+    if (!path[0])
+        return;
+    snprintf(file, sizeof(file), "%s-wal", path);
+    unlink(file);
+    snprintf(file, sizeof(file), "%s-shm", path);
+    unlink(file);
+    unlink(path);
+    rmdir(dir);
 }

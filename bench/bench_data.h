@@ -29,4 +29,8 @@ void bench_sentence(struct keel_buf *buf, int words);
  * `buf` is not empty. */
 void bench_add_words(struct keel_buf *buf, int words);
 
+/* Removes a benchmark's SQLite file `path` with its -wal and -shm
+ * files, then its folder `dir`. An empty `path` is a no-op. */
+void bench_remove_db(const char *path, const char *dir);
+
 #endif

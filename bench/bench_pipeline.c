@@ -590,15 +590,7 @@ out:
     else
         unsetenv("KEEL_DB_SYNC");
     free(saved_sync);
-    if (path[0]) {
-        char file[96];
-        snprintf(file, sizeof(file), "%s-wal", path);
-        unlink(file);
-        snprintf(file, sizeof(file), "%s-shm", path);
-        unlink(file);
-        unlink(path);
-        rmdir(dir);
-    }
+    bench_remove_db(path, dir);
     free(samples);
     return rc;
 }

@@ -130,15 +130,7 @@ int bench_store(void)
     rc = 0;
 out:
     store_close(store);
-    if (path[0]) {
-        char file[96];
-        snprintf(file, sizeof(file), "%s-wal", path);
-        unlink(file);
-        snprintf(file, sizeof(file), "%s-shm", path);
-        unlink(file);
-        unlink(path);
-        rmdir(dir);
-    }
+    bench_remove_db(path, dir);
     keel_buf_release(&query);
     free(puts);
     free(samples);

@@ -246,6 +246,8 @@ static int load_paths(struct pipeline_config *cfg, const json_t *paths, struct k
     }
     if (cfg->default_path < 0)
         return pack_fail(cfg->pack, "pipeline.paths", err, "one path must have default: true");
+    for (int p = 0; p < cfg->n_paths; p++)
+        cfg->needed_slots |= cfg->paths[p].needs;
     return KEEL_OK;
 }
 

@@ -63,6 +63,7 @@ struct pipeline_config {
     struct config_path paths[CONFIG_MAX_PATHS];
     int n_paths;
     int default_path;
+    uint32_t needed_slots;        /* bit s: some path needs slot s (derived) */
     const char *retrieval_tool;   /* may be NULL */
     int top_k;
     double abstain_below;

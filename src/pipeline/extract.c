@@ -52,17 +52,15 @@ void extract_after_lead(const struct pipeline_config *cfg, const char *msg, size
         extract_redact(msg + start, end - start, out, cap);
 }
 
-int extract_slot_spans(const struct pipeline_config *cfg, const char *msg, size_t n,
-                       struct slot_span spans[CONFIG_MAX_SLOTS])
+int extract_slot_spans_in(const struct pipeline_config *cfg, const struct lex_result *res,
+                          struct slot_span spans[CONFIG_MAX_SLOTS])
 {
-    struct lex_result res;
     int named = 0;
 
     for (int s = 0; s < CONFIG_MAX_SLOTS; s++)
         spans[s] = (struct slot_span){-1, 0, 0, 0};
-    config_match(cfg, msg, n, &res);
-    for (uint32_t i = 0; i < res.n_matches; i++) {
-        const struct lex_match *m = &res.matches[i];
+    for (uint32_t i = 0; i < res->n_matches; i++) {
+        const struct lex_match *m = &res->matches[i];
         int s = (int)m->category - CCAT_SLOT;
 
         if (s < 0 || s >= cfg->n_slots || m->n <= spans[s].tokens)
@@ -70,11 +68,20 @@ int extract_slot_spans(const struct pipeline_config *cfg, const char *msg, size_
         named += spans[s].value < 0;
         spans[s].value = m->value;
         spans[s].tokens = m->n;
-        spans[s].start = res.tokens[m->start].start;
-        spans[s].len = res.tokens[m->start + m->n - 1].start + res.tokens[m->start + m->n - 1].len -
-                       spans[s].start;
+        spans[s].start = res->tokens[m->start].start;
+        spans[s].len = res->tokens[m->start + m->n - 1].start +
+                       res->tokens[m->start + m->n - 1].len - spans[s].start;
     }
     return named;
+}
+
+int extract_slot_spans(const struct pipeline_config *cfg, const char *msg, size_t n,
+                       struct slot_span spans[CONFIG_MAX_SLOTS])
+{
+    struct lex_result res;
+
+    config_match(cfg, msg, n, &res);
+    return extract_slot_spans_in(cfg, &res, spans);
 }
 
 int extract_slots(const struct pipeline_config *cfg, const char *msg, size_t n,
@@ -197,11 +204,9 @@ void turn_refine(const struct turn *t, const char *text, char *out, size_t cap)
 {
     const struct pipeline_config *cfg = &t->pl->cfg;
     struct slot_span spans[CONFIG_MAX_SLOTS];
-    uint32_t needed = 0;
+    uint32_t needed = cfg->needed_slots;
     size_t len = 0, at = 0, n = strlen(text);
 
-    for (int p = 0; p < cfg->n_paths; p++)
-        needed |= cfg->paths[p].needs;
     extract_slot_spans(cfg, text, n, spans);
     /* Each named value of a needed slot reads as the state's canonical
      * value: "with UHC" → "with United Healthcare" (what the corpus

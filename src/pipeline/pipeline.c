@@ -58,6 +58,7 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
         return rc;
     }
     pl->store = options->store;
+    pl->trace = getenv("KEEL_DEBUG_TRACE") && !strcmp(getenv("KEEL_DEBUG_TRACE"), "1");
     pl->web = options->web;
     snprintf(pl->pack_dir, sizeof(pl->pack_dir), "%s/%s", dir, options->pack);
     *out = pl;
@@ -119,13 +120,6 @@ int pipeline_ingest_sample(struct pipeline *pl, long *ingested, struct keel_erro
 
 /* ---- events ---------------------------------------------------------------- */
 
-static int trace_enabled(void)
-{
-    const char *v = getenv("KEEL_DEBUG_TRACE");
-
-    return v && !strcmp(v, "1");
-}
-
 int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
               const char *fmt, ...)
 {
@@ -150,7 +144,7 @@ int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
         return KEEL_ENOMEM;
     if (t->req->on_event)
         t->req->on_event(t->req->event_ctx, event);
-    if (trace_enabled())
+    if (t->pl->trace)
         keel_log(KEEL_LOG_WARN, "turn.trace", json_deep_copy(event));
     return KEEL_OK;
 }

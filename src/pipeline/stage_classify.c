@@ -42,8 +42,12 @@ static void read_message(const struct pipeline_config *cfg, const char *msg, siz
     uint32_t uncovered = 0, unswitched = 0;
     int qstart = 0;
 
-    r->named = extract_slots(cfg, msg, n, r->values);
+    struct slot_span spans[CONFIG_MAX_SLOTS];
+
     config_match(cfg, msg, n, &res);
+    r->named = extract_slot_spans_in(cfg, &res, spans);
+    for (int s = 0; s < CONFIG_MAX_SLOTS; s++)
+        r->values[s] = spans[s].value;
     r->affirmation = 0;
     for (uint32_t i = 0; i < res.n_matches; i++) {
         const struct lex_match *m = &res.matches[i];

@@ -209,7 +209,7 @@ static int row_end(const char *text, size_t i, size_t len)
 
 /* Picks up to SENTENCES_PER_PASSAGE sentences of `text` that share the
  * most content words with the query, in text order. Returns how many. */
-static int pick_sentences(const struct turn *t, const char *query, const char *text,
+static int pick_sentences(const struct tool_words *query, const char *text,
                           struct sentence best[SENTENCES_PER_PASSAGE])
 {
     size_t len = strlen(text), start = 0;
@@ -237,7 +237,7 @@ static int pick_sentences(const struct turn *t, const char *query, const char *t
                 start = i + 1;
                 continue;   /* a table's rule row says nothing */
             }
-            double score = tools_coverage(&t->pl->cfg, query, piece);
+            double score = tools_coverage_of(query, piece);
             for (int k = 0; k < SENTENCES_PER_PASSAGE; k++)
                 if (score > best[k].score) {
                     memmove(best + k + 1, best + k, (SENTENCES_PER_PASSAGE - 1 - k) * sizeof(*best));
@@ -263,10 +263,12 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
     const char *names[] = {"query"};
     const char *values[] = {query ? query : ""};
     struct sentence best[SENTENCES_PER_PASSAGE];
+    struct tool_words words;
     size_t i;
     json_t *p;
     int used = 0, rc = KEEL_OK;
 
+    tools_words_init(&words, &t->pl->cfg, query ? query : "");
     if (!strcmp(r->band, "caution") &&
         (rc = keel_buf_addf(b, "%s\n", message(t, "rag_caution",
                                                "Our materials only partly cover this, so please "
@@ -279,7 +281,7 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
 
         if (used == PASSAGES_PER_ANSWER || (band && !strcmp(band, "abstain")) || !text)
             continue;
-        if (!(n = pick_sentences(t, query ? query : "", text, best)))
+        if (!(n = pick_sentences(&words, text, best)))
             continue;   /* nothing of it answers: not a source */
         if ((number = source_number(t, p)) < 0)
             return KEEL_ENOMEM;

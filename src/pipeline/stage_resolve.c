@@ -79,10 +79,8 @@ static int unavailable(struct turn *t, int i, const char *why, struct keel_error
 static void jurisdiction_filter(const struct turn *t, json_t *passages)
 {
     const struct pipeline_config *cfg = &t->pl->cfg;
-    uint32_t needed = 0;
+    uint32_t needed = cfg->needed_slots;
 
-    for (int p = 0; p < cfg->n_paths; p++)
-        needed |= cfg->paths[p].needs;
     for (size_t i = json_array_size(passages); i-- > 0;) {
         json_t *p = json_array_get(passages, i);
         const char *fields[3] = {json_string_value(json_object_get(p, "title")),
@@ -107,18 +105,18 @@ static void jurisdiction_filter(const struct turn *t, json_t *passages)
     }
 }
 
-static const char *outcome_key(const struct sub_result *r)
+/* "resolve.confident", "resolve.none": the event key of an outcome. */
+static const char *outcome_key(const struct sub_result *r, char *out, size_t n)
 {
-    static char key[48];
-
-    snprintf(key, sizeof(key), "resolve.%s", r->band);
-    return key;
+    snprintf(out, n, "resolve.%s", r->band);
+    return out;
 }
 
 static int after_search(struct turn *t, int i, const struct tool_def *tool, json_t *out,
                         struct keel_error *err)
 {
     struct sub_result *r = &t->results[i];
+    char key[48];
     int n;
 
     r->ran = 1;
@@ -152,7 +150,7 @@ static int after_search(struct turn *t, int i, const struct tool_def *tool, json
             return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
         }
     }
-    if (turn_emit(t, "info", outcome_key(r),
+    if (turn_emit(t, "info", outcome_key(r, key, sizeof(key)),
                   json_pack("{s:s,s:i,s:f}", "tool", tool->name, "results", n, "confidence",
                             r->confidence),
                   "%s: %d results (%s)", tool->name, n, r->band))

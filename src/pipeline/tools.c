@@ -14,8 +14,6 @@
 
 /* ---- argument check ---------------------------------------------------------- */
 
-static const char *const arg_type_names[] = {"string", "integer", "boolean"};
-
 static int check_value(const struct tool_arg *a, const json_t *v, const char *field,
                        struct keel_error *err)
 {
@@ -81,33 +79,6 @@ int tools_check_args(const struct tool_def *tool, const json_t *args, struct kee
     return KEEL_OK;
 }
 
-json_t *tools_schema(const struct tool_def *tool)
-{
-    json_t *props = json_object(), *required = json_array(), *schema;
-    int bad = !props || !required;
-
-    for (const struct tool_arg *a = tool->args; a->name && !bad; a++) {
-        json_t *p = json_pack("{s:s,s:s}", "type", arg_type_names[a->type], "description",
-                              a->description);
-        if (p && a->type == ARG_STRING)
-            bad |= json_object_set_new(p, "maxLength", json_integer(a->max));
-        if (p && a->type == ARG_INTEGER)
-            bad |= json_object_set_new(p, "minimum", json_integer(a->min)) ||
-                   json_object_set_new(p, "maximum", json_integer(a->max));
-        bad |= !p || json_object_set_new(props, a->name, p);
-        if (a->required)
-            bad |= json_array_append_new(required, json_string(a->name));
-    }
-    if (bad) {
-        json_decref(props);
-        json_decref(required);
-        return NULL;
-    }
-    schema = json_pack("{s:s,s:o,s:o,s:b}", "type", "object", "properties", props, "required",
-                       required, "additionalProperties", 0);
-    return schema;
-}
-
 int tools_run(const struct tool_def *tool, const struct tool_env *env, const json_t *args,
               json_t **result, struct keel_error *err)
 {
@@ -158,61 +129,77 @@ static int is_stopword(const struct pipeline_config *cfg, const char *w, size_t 
     return id && (cfg->lex.word_classes[id] >> CCAT_STOPWORD & 1);
 }
 
-double tools_coverage(const struct pipeline_config *cfg, const char *query, const char *text)
+void tools_words_init(struct tool_words *q, const struct pipeline_config *cfg, const char *text)
 {
-    char buf[STORE_QUERY_WORDS * 65 + 1], word[65];
-    const char *words[STORE_QUERY_WORDS], *content[STORE_QUERY_WORDS];
-    size_t n = store_query_words(query, buf, sizeof(buf), words, STORE_QUERY_WORDS), n_content = 0;
+    const char *words[STORE_QUERY_WORDS];
+    size_t n = store_query_words(text, q->buf, sizeof(q->buf), words, STORE_QUERY_WORDS);
+
+    q->n = 0;
+    q->total = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(words[i]);
+        int dup = 0;
+
+        if (is_stopword(cfg, words[i], len))
+            continue;
+        q->total++;
+        for (size_t k = 0; k < q->n && !dup; k++)
+            dup = q->len[k] == len && !memcmp(q->word[k], words[i], len);
+        if (!dup) {
+            q->word[q->n] = words[i];
+            q->len[q->n++] = len;
+        }
+    }
+}
+
+double tools_coverage_of(const struct tool_words *q, const char *text)
+{
     int found[STORE_QUERY_WORDS] = {0};
     size_t n_found = 0, len;
+    char word[65];
 
-    for (size_t i = 0; i < n; i++) {
-        int dup = 0;
-        if (is_stopword(cfg, words[i], strlen(words[i])))
-            continue;
-        for (size_t k = 0; k < n_content; k++)
-            dup |= !strcmp(content[k], words[i]);
-        if (!dup)
-            content[n_content++] = words[i];
-    }
-    if (!n_content)
+    if (!q->n)
         return 0.0;
-    for (const char *p = text; (len = next_word(&p, word, sizeof(word))) > 0 && n_found < n_content;)
-        for (size_t k = 0; k < n_content; k++)
-            if (!found[k] && words_match(content[k], strlen(content[k]), word, len)) {
+    for (const char *p = text; (len = next_word(&p, word, sizeof(word))) > 0 && n_found < q->n;)
+        for (size_t k = 0; k < q->n; k++)
+            if (!found[k] && words_match(q->word[k], q->len[k], word, len)) {
                 found[k] = 1;
                 n_found++;
             }
-    return (double)n_found / (double)n_content;
+    return (double)n_found / (double)q->n;
+}
+
+double tools_coverage(const struct pipeline_config *cfg, const char *query, const char *text)
+{
+    struct tool_words q;
+
+    tools_words_init(&q, cfg, query);
+    return tools_coverage_of(&q, text);
 }
 
 /* The query's content words, space-separated (the whole query when it
- * has none), so a store's OR search is not flooded by "and" or "how". */
+ * has none), so a store's search is not flooded by "and" or "how". */
 static void content_query(const struct pipeline_config *cfg, const char *query, char *out,
                           size_t cap)
 {
-    char buf[STORE_QUERY_WORDS * 65 + 1];
-    const char *words[STORE_QUERY_WORDS];
-    size_t n = store_query_words(query, buf, sizeof(buf), words, STORE_QUERY_WORDS), len = 0;
+    struct tool_words q;
+    size_t len = 0;
 
+    tools_words_init(&q, cfg, query);
     out[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        if (!is_stopword(cfg, words[i], strlen(words[i])) && len + strlen(words[i]) + 2 < cap)
-            len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? " " : "", words[i]);
+    for (size_t i = 0; i < q.n; i++)
+        if (len + q.len[i] + 2 < cap)
+            len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? " " : "", q.word[i]);
     if (!len)
         snprintf(out, cap, "%s", query);
 }
 
 int tools_content_words(const struct pipeline_config *cfg, const char *text)
 {
-    char buf[STORE_QUERY_WORDS * 65 + 1];
-    const char *words[STORE_QUERY_WORDS];
-    size_t n = store_query_words(text, buf, sizeof(buf), words, STORE_QUERY_WORDS);
-    int count = 0;
+    struct tool_words q;
 
-    for (size_t i = 0; i < n; i++)
-        count += !is_stopword(cfg, words[i], strlen(words[i]));
-    return count;
+    tools_words_init(&q, cfg, text);
+    return (int)q.total;
 }
 
 const char *tools_band(const struct pipeline_config *cfg, double confidence)
@@ -238,18 +225,19 @@ static json_t *paper_json(const struct store_paper *p, double score)
 /* Papers that match fewer than this share of the query's content words
  * in title and abstract are not results: an OR search finds them, but
  * they are not about the query. */
-static int relevant(const struct tool_env *env, const char *query, const struct store_paper *p)
+static int relevant(const struct tool_env *env, const struct tool_words *query,
+                    const struct store_paper *p)
 {
     char text[4096];
 
     snprintf(text, sizeof(text), "%s %s", p->title, p->abstract ? p->abstract : "");
-    return tools_coverage(env->cfg, query, text) >= env->cfg->abstain_below;
+    return tools_coverage_of(query, text) >= env->cfg->abstain_below;
 }
 
 /* Adds the relevant papers of `hits` not already in `papers`, up to
  * `count`. Returns nonzero when out of memory. */
-static int add_papers(const struct tool_env *env, const char *query, const struct paper_hits *hits,
-                      int count, json_t *papers)
+static int add_papers(const struct tool_env *env, const struct tool_words *query,
+                      const struct paper_hits *hits, int count, json_t *papers)
 {
     for (size_t i = 0; i < hits->n && (int)json_array_size(papers) < count; i++) {
         const struct store_paper *p = &hits->items[i].paper;
@@ -283,18 +271,20 @@ static int run_search_papers(const struct tool_env *env, const json_t *args, jso
                      ? (int)json_integer_value(json_object_get(args, "count")) : 5,
     };
     json_t *papers = json_array();
+    struct tool_words words_q;
     int rc = KEEL_OK, count = q.limit;
 
     if (q.year_from && q.year_to && q.year_from > q.year_to)
         rc = keel_error_set(err, KEEL_EINVAL, "args.year_from", "must not be after year_to");
     content_query(env->cfg, query, words, sizeof(words));
+    tools_words_init(&words_q, env->cfg, query);
     q.limit = count * 3 < STORE_LIMIT_MAX ? count * 3 : STORE_LIMIT_MAX;   /* room for the floor */
     for (int pass = 0; !rc && pass < 2 && papers && (int)json_array_size(papers) < count; pass++) {
         struct paper_hits hits = {0};
 
         q.match = pass ? STORE_MATCH_ANY : STORE_MATCH_ALL;
         if (!(rc = store_search_papers(env->store, &q, &hits, err)) &&
-            add_papers(env, query, &hits, count, papers))
+            add_papers(env, &words_q, &hits, count, papers))
             rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
         paper_hits_release(&hits);
     }
@@ -309,7 +299,7 @@ static int run_search_papers(const struct tool_env *env, const json_t *args, jso
 
 /* A passage's confidence is the query's coverage by its title, section
  * and text together: a heading names what the text is about. */
-static json_t *passage_json(const struct pipeline_config *cfg, const char *query,
+static json_t *passage_json(const struct pipeline_config *cfg, const struct tool_words *query,
                             const struct chunk_hit *h)
 {
     struct keel_buf all;
@@ -319,7 +309,7 @@ static json_t *passage_json(const struct pipeline_config *cfg, const char *query
     if (!keel_buf_adds(&all, h->title ? h->title : "") && !keel_buf_addc(&all, ' ') &&
         !keel_buf_adds(&all, h->section ? h->section : "") && !keel_buf_addc(&all, ' ') &&
         !keel_buf_adds(&all, h->text))
-        confidence = tools_coverage(cfg, query, all.data);
+        confidence = tools_coverage_of(query, all.data);
     keel_buf_release(&all);
     return json_pack("{s:s,s:s?,s:s?,s:s?,s:s,s:i,s:f,s:f,s:s}", "document_id", h->document_id,
                      "title", h->title, "source", h->source, "section", h->section, "text",
@@ -352,6 +342,7 @@ static int run_rag_search(const struct tool_env *env, const json_t *args, json_t
     json_t *k = json_object_get(args, "top_k"), *passages, *out;
     int top_k = k ? (int)json_integer_value(k) : (env->cfg ? env->cfg->top_k : 5);
     struct chunk_hits hits = {0};
+    struct tool_words measure;
     char words[TOOL_QUERY_MAX * 2];
     double best = 0;
     int rc;
@@ -364,8 +355,9 @@ static int run_rag_search(const struct tool_env *env, const json_t *args, json_t
     if (!hits.n && (rc = store_search_chunks(env->store, words, top_k, &hits, err)))
         return rc;
     passages = json_array();
+    tools_words_init(&measure, env->cfg, focus ? focus : query);
     for (size_t i = 0; passages && i < hits.n; i++) {
-        json_t *p = passage_json(env->cfg, focus ? focus : query, &hits.items[i]);
+        json_t *p = passage_json(env->cfg, &measure, &hits.items[i]);
         double c = json_number_value(json_object_get(p, "confidence"));
         if (!p || json_array_append_new(passages, p)) {
             json_decref(passages);

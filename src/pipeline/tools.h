@@ -58,10 +58,6 @@ struct tool_def {
 /* The registry entry named `name`, or NULL. */
 const struct tool_def *tools_find(const char *name);
 
-/* The tool's arguments as a JSON Schema object (for a model's tool
- * list), or NULL when out of memory. */
-json_t *tools_schema(const struct tool_def *tool);
-
 /* Checks `args` against the tool's schema: an object, only known
  * properties, required ones present, types, integer bounds and string
  * lengths. KEEL_EINVAL names the argument ("args.count"). */
@@ -70,6 +66,21 @@ int tools_check_args(const struct tool_def *tool, const json_t *args, struct kee
 /* Checks and runs. On success *result is a new JSON object. */
 int tools_run(const struct tool_def *tool, const struct tool_env *env, const json_t *args,
               json_t **result, struct keel_error *err);
+
+/* A text's content words (the config's stopwords left out): `n`
+ * distinct ones in word[]/len[] (pointing into buf), `total` with
+ * repeats. Made once, measured against many texts. */
+struct tool_words {
+    char buf[STORE_QUERY_WORDS * 65 + 1];
+    const char *word[STORE_QUERY_WORDS];
+    size_t len[STORE_QUERY_WORDS];
+    size_t n, total;
+};
+
+void tools_words_init(struct tool_words *q, const struct pipeline_config *cfg, const char *text);
+
+/* tools_coverage() with the query's words made once. */
+double tools_coverage_of(const struct tool_words *q, const char *text);
 
 /* The share of `query`'s content words (stopwords of the config left
  * out) that occur in `text`, from 0 to 1; words match on a common prefix

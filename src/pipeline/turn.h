@@ -22,6 +22,7 @@ struct pipeline {
     struct pipeline_config cfg;
     struct store *store;
     const struct web_fallback *web;
+    int trace;                         /* KEEL_DEBUG_TRACE=1, read once */
     char pack_dir[4200];
 };
 
@@ -124,8 +125,13 @@ struct slot_span {
     uint16_t tokens;
 };
 
-/* Slot values named in `msg`, with their spans; the longest alias of a
- * slot wins. Returns how many slots were named. */
+/* Slot values named in a message already matched into `res`, with their
+ * spans; the longest alias of a slot wins. Returns how many slots were
+ * named. */
+int extract_slot_spans_in(const struct pipeline_config *cfg, const struct lex_result *res,
+                          struct slot_span spans[CONFIG_MAX_SLOTS]);
+
+/* extract_slot_spans_in() on `msg`, matched here. */
 int extract_slot_spans(const struct pipeline_config *cfg, const char *msg, size_t n,
                        struct slot_span spans[CONFIG_MAX_SLOTS]);
 

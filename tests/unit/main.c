@@ -2,7 +2,11 @@
  * main.c — runs every unit suite, each test forked; exits non-zero when any
  * test fails or errors. Check prints the closing "N%: Checks: …" line.
  */
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/json.h"
@@ -27,6 +31,31 @@ static void leak_teardown(void)
 void unit_leak_fixture(TCase *tc)
 {
     tcase_add_checked_fixture(tc, leak_setup, leak_teardown);
+}
+
+void unit_temp_dir(char *out, size_t n, const char *tag, int prefer_shm)
+{
+    snprintf(out, n, "%s/keel-unit-%s-XXXXXX",
+             prefer_shm && access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", tag);
+    ck_assert_ptr_nonnull(mkdtemp(out));
+}
+
+void unit_temp_dir_remove(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *entry;
+    char path[4096];
+
+    if (!d)
+        return;
+    while ((entry = readdir(d))) {
+        if (!strcmp(entry->d_name, ".") || !strcmp(entry->d_name, ".."))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, entry->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
 }
 
 const char *unit_root(void)

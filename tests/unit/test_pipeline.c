@@ -1335,28 +1335,13 @@ static void fault_backend_mem(void)
 static void fault_backend_sqlite(void)
 {
     /* On tmpfs when there is one: thousands of commits, each synced. */
-    snprintf(fault_dir, sizeof(fault_dir), "%s/keel-unit-pipeline-XXXXXX",
-             access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(fault_dir));
+    unit_temp_dir(fault_dir, sizeof(fault_dir), "pipeline", 1);
     fault_location[0] = '\0';
 }
 
 static void fault_backend_sqlite_remove(void)
 {
-    DIR *dir = opendir(fault_dir);
-    struct dirent *entry;
-    char path[sizeof(fault_dir) + sizeof(entry->d_name) + 1];
-
-    if (!dir)
-        return;
-    while ((entry = readdir(dir))) {
-        if (entry->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", fault_dir, entry->d_name);
-        unlink(path);
-    }
-    closedir(dir);
-    rmdir(fault_dir);
+    unit_temp_dir_remove(fault_dir);
 }
 
 static void fault_chat_open(struct chat *c)

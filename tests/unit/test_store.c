@@ -49,26 +49,12 @@ static void backend_mem(void)
 static void backend_sqlite(void)
 {
     backend = BACKEND_SQLITE;
-    snprintf(temp_dir, sizeof(temp_dir), "/tmp/keel-unit-store-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(temp_dir));
+    unit_temp_dir(temp_dir, sizeof(temp_dir), "store", 0);
 }
 
 static void backend_sqlite_remove(void)
 {
-    DIR *dir = opendir(temp_dir);
-    struct dirent *entry;
-    char path[sizeof(temp_dir) + sizeof(entry->d_name) + 1];
-
-    if (!dir)
-        return;
-    while ((entry = readdir(dir))) {
-        if (!strcmp(entry->d_name, ".") || !strcmp(entry->d_name, ".."))
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", temp_dir, entry->d_name);
-        unlink(path);
-    }
-    closedir(dir);
-    rmdir(temp_dir);
+    unit_temp_dir_remove(temp_dir);
 }
 
 /* ---- helpers ------------------------------------------------------------- */

@@ -9,6 +9,7 @@
 #define KEEL_TESTS_UNIT_H
 
 #include <check.h>
+#include <stddef.h>
 
 /* Adds the leak-check fixture: setup initialises jansson on keel's
  * allocator and records the live allocation count; teardown asserts it is
@@ -17,6 +18,14 @@ void unit_leak_fixture(TCase *tc);
 
 /* Path of the project root (KEEL_ROOT, else "."), for packs and fixtures. */
 const char *unit_root(void);
+
+/* Makes a fresh folder "BASE/keel-unit-TAG-XXXXXX" into `out` (size `n`,
+ * at least 64) and fails the test when it cannot; BASE is /dev/shm when
+ * `prefer_shm` and writable (fast commits), else /tmp. */
+void unit_temp_dir(char *out, size_t n, const char *tag, int prefer_shm);
+
+/* Removes the files of a folder made by unit_temp_dir, then the folder. */
+void unit_temp_dir_remove(const char *dir);
 
 /* One constructor per tests/unit/test_*.c file. */
 Suite *suite_core(void);
