@@ -205,12 +205,13 @@ static void turn_release(struct turn *t)
     keel_buf_release(&t->answer);
     keel_free(t->clarification);
     json_decref(t->blueprint);
+    json_decref(t->decision_json);
+    json_decref(t->state_json);
 }
 
 static json_t *result_json(struct turn *t)
 {
-    json_t *decision = policy_decision_json(t->pl->policy, &t->decision);
-    json_t *state = state_to_json(&t->state, &t->pl->cfg);
+    json_t *decision = json_incref(t->decision_json), *state = json_incref(t->state_json);
     /* The blueprint as it ended the turn (statuses after resolve), when
      * this turn planned or resumed one. */
     json_t *bp = t->blueprint ? state_blueprint_json(&t->state.blueprint, &t->pl->cfg)

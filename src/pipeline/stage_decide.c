@@ -33,8 +33,10 @@ int stage_decide(struct turn *t, struct keel_error *err)
      * tool_veto); compose answers them from the pack's messages. */
     t->no_tools = t->decision.tool_veto || t->decision.route == POLICY_ROUTE_COMMAND ||
                   t->decision.reason == R_SMALLTALK;
-    json_t *decision = policy_decision_json(t->pl->policy, &t->decision);
-    if (!decision || turn_emit(t, "info", "decide.decision", decision, "intent %s, route %s, tool %s",
+    t->decision_json = policy_decision_json(t->pl->policy, &t->decision);
+    if (!t->decision_json ||
+        turn_emit(t, "info", "decide.decision", json_incref(t->decision_json),
+                  "intent %s, route %s, tool %s",
                                policy_intent_name(t->decision.intent),
                                policy_route_name(t->decision.route),
                                t->decision.force_tool >= 0

@@ -93,7 +93,7 @@ int stage_publish(struct turn *t, struct keel_error *err)
 {
     struct store_turn_record rec;
     struct counters c = {.n = 0};
-    json_t *state = NULL, *decision = NULL;
+    const json_t *state, *decision;
     const char *tool = logged_tool(t);
     const json_t *args = tool ? json_object_get(t->tool_args, tool) : NULL;
     char *texts[7] = {NULL};
@@ -108,9 +108,9 @@ int stage_publish(struct turn *t, struct keel_error *err)
     if (turn_emit(t, "end", NULL, json_pack("{s:i}", "events", t->event_seq + 1),
                   "publish: writing turn %d", t->seq))
         goto out;
-    state = state_to_json(&t->state, &t->pl->cfg);
-    decision = policy_decision_json(t->pl->policy, &t->decision);
-    if (!state || !decision)
+    state = t->state_json = state_to_json(&t->state, &t->pl->cfg);   /* the result reuses it */
+    decision = t->decision_json;
+    if (!state)
         goto out;
     texts[0] = dump(state);
     texts[1] = dump(t->deltas);
@@ -159,7 +159,5 @@ out:
     for (int i = 0; i < 7; i++)
         keel_free(texts[i]);
     keel_free(user);
-    json_decref(state);
-    json_decref(decision);
     return rc;
 }

@@ -66,6 +66,7 @@ struct turn {
     /* decide */
     struct policy_context pctx;
     struct policy_decision decision;
+    json_t *decision_json;             /* the decision as JSON, made once by decide */
 
     /* plan */
     json_t *blueprint;                 /* the blueprint this turn planned or resumed, or NULL */
@@ -81,6 +82,7 @@ struct turn {
     json_t *sources;
     char *clarification;               /* owned; NULL when none */
     int ended;                         /* a stage ended the turn early */
+    json_t *state_json;                /* the state as publish stored it */
 };
 
 /* A stage: returns KEEL_OK (possibly setting t->ended) or an error that
