@@ -5,6 +5,7 @@
 #include "bench_data.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #define N_WORDS 8000
@@ -65,6 +66,10 @@ void bench_remove_db(const char *path, const char *dir)
 
     if (!path[0])
         return;
+    if (getenv("BENCH_KEEP_DB")) {
+        fprintf(stderr, "keel-bench: kept %s\n", path);
+        return;
+    }
     snprintf(file, sizeof(file), "%s-wal", path);
     unlink(file);
     snprintf(file, sizeof(file), "%s-shm", path);

@@ -30,7 +30,8 @@ void bench_sentence(struct keel_buf *buf, int words);
 void bench_add_words(struct keel_buf *buf, int words);
 
 /* Removes a benchmark's SQLite file `path` with its -wal and -shm
- * files, then its folder `dir`. An empty `path` is a no-op. */
+ * files, then its folder `dir`. An empty `path` is a no-op; with
+ * BENCH_KEEP_DB set the files stay (for a look with sqlite3). */
 void bench_remove_db(const char *path, const char *dir);
 
 #endif

@@ -57,6 +57,7 @@ struct sqlite_store {
     char *path;          /* for error messages */
     sqlite3_stmt *stmt[ST_COUNT];
     int reset;           /* the connection reported an error: replace it */
+    struct sqlite_checkpointer *checkpointer;   /* NULL: SQLite's auto-checkpoint */
 };
 
 /* Helpers of store_sqlite.c shared with store_sqlite_conv.c. */
@@ -89,6 +90,15 @@ int sqlite_connection_ready(struct sqlite_store *st, struct keel_error *err);
 /* Nonzero when KEEL_DB_SYNC=full asks for synchronous=FULL (survives
  * power loss) instead of NORMAL (survives a process crash). */
 int sqlite_sync_full(void);
+
+/* WAL checkpoints on a thread of their own (store_sqlite_checkpoint.c).
+ * start: launches the thread; KEEL_ENOMEM when it cannot, and the store
+ * then keeps SQLite's auto-checkpoint inside COMMIT. attach: points the
+ * current connection's WAL hook at the thread (after every connect).
+ * stop: unhooks, ends and joins the thread; a no-op without one. */
+int sqlite_checkpointer_start(struct sqlite_store *st);
+void sqlite_checkpointer_attach(struct sqlite_store *st);
+void sqlite_checkpointer_stop(struct sqlite_store *st);
 
 /* The conversation operations of the port (store_sqlite_conv.c). */
 int sqlite_load_conversation(struct store *store, const char *id, struct store_conversation *out,

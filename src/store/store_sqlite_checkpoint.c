@@ -1,0 +1,152 @@
+/*
+ * store_sqlite_checkpoint.c — WAL checkpoints off the commit path.
+ *
+ * SQLite's default auto-checkpoint runs inside the COMMIT that pushes the
+ * WAL past 1,000 pages: every hundredth turn or so then waits 5–15 ms
+ * while the WAL is copied back into the database. Here the store's
+ * connection only notes the WAL size after each commit (a WAL hook, which
+ * replaces the auto-checkpoint); a thread of its own, on a connection of
+ * its own, runs a PASSIVE checkpoint when the WAL has grown past the
+ * threshold. PASSIVE never waits for readers or writers: turns keep
+ * committing while it copies. Should the thread fall far behind (a
+ * reader pins the WAL, the thread cannot open the file), the commit path
+ * checkpoints itself once the WAL holds BACKSTOP_PAGES, so the WAL stays
+ * bounded either way.
+ */
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "core/alloc.h"
+#include "core/log.h"
+#include "store/store_sqlite_int.h"
+
+#define CHECKPOINT_PAGES 1000        /* SQLite's own default threshold */
+#define BACKSTOP_PAGES   (8 * CHECKPOINT_PAGES)
+
+struct sqlite_checkpointer {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int pending;         /* a checkpoint is asked for */
+    int stop;
+    const char *path;    /* the store's; outlives the thread */
+    sqlite3 *db;         /* the thread's own connection, opened on first use */
+};
+
+/* Logs a failed checkpoint once per failure; the next request retries on
+ * a fresh connection. */
+static void checkpoint_failed(struct sqlite_checkpointer *c, int rc)
+{
+    keel_log(KEEL_LOG_WARN, "store.checkpoint_failed",
+             json_pack("{s:s, s:s}", "path", c->path, "reason", sqlite3_errstr(rc)));
+    sqlite3_close_v2(c->db);
+    c->db = NULL;
+}
+
+static void checkpoint_once(struct sqlite_checkpointer *c)
+{
+    int rc;
+
+    if (!c->db) {
+        rc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+        if (rc != SQLITE_OK) {
+            checkpoint_failed(c, rc);
+            return;
+        }
+    }
+    rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    /* BUSY: another checkpoint is running; it does the same work. */
+    if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
+        checkpoint_failed(c, rc);
+}
+
+static void *checkpoint_main(void *arg)
+{
+    struct sqlite_checkpointer *c = arg;
+
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        while (!c->pending && !c->stop)
+            pthread_cond_wait(&c->wake, &c->lock);
+        if (c->stop)
+            break;
+        c->pending = 0;
+        pthread_mutex_unlock(&c->lock);
+        checkpoint_once(c);
+        pthread_mutex_lock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    sqlite3_close_v2(c->db);
+    return NULL;
+}
+
+/* The WAL hook: runs on the committing thread after each commit. */
+static int on_wal_commit(void *arg, sqlite3 *db, const char *schema, int pages)
+{
+    struct sqlite_checkpointer *c = arg;
+
+    if (pages >= BACKSTOP_PAGES) {
+        (void)sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        return SQLITE_OK;
+    }
+    if (pages >= CHECKPOINT_PAGES) {
+        pthread_mutex_lock(&c->lock);
+        if (!c->pending) {
+            c->pending = 1;
+            pthread_cond_signal(&c->wake);
+        }
+        pthread_mutex_unlock(&c->lock);
+    }
+    return SQLITE_OK;
+}
+
+int sqlite_checkpointer_start(struct sqlite_store *st)
+{
+    struct sqlite_checkpointer *c = keel_calloc(1, sizeof(*c));
+
+    if (!c)
+        return KEEL_ENOMEM;
+    c->path = st->path;
+    if (pthread_mutex_init(&c->lock, NULL)) {
+        keel_free(c);
+        return KEEL_ENOMEM;
+    }
+    if (pthread_cond_init(&c->wake, NULL)) {
+        pthread_mutex_destroy(&c->lock);
+        keel_free(c);
+        return KEEL_ENOMEM;
+    }
+    if (pthread_create(&c->thread, NULL, checkpoint_main, c)) {
+        pthread_cond_destroy(&c->wake);
+        pthread_mutex_destroy(&c->lock);
+        keel_free(c);
+        return KEEL_ENOMEM;
+    }
+    st->checkpointer = c;
+    return KEEL_OK;
+}
+
+void sqlite_checkpointer_attach(struct sqlite_store *st)
+{
+    if (st->checkpointer && st->db)
+        sqlite3_wal_hook(st->db, on_wal_commit, st->checkpointer);
+}
+
+void sqlite_checkpointer_stop(struct sqlite_store *st)
+{
+    struct sqlite_checkpointer *c = st->checkpointer;
+
+    if (!c)
+        return;
+    if (st->db)
+        sqlite3_wal_hook(st->db, NULL, NULL);
+    pthread_mutex_lock(&c->lock);
+    c->stop = 1;
+    pthread_cond_signal(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+    pthread_join(c->thread, NULL);
+    pthread_cond_destroy(&c->wake);
+    pthread_mutex_destroy(&c->lock);
+    keel_free(c);
+    st->checkpointer = NULL;
+}
