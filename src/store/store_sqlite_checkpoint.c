@@ -49,6 +49,10 @@ static void checkpoint_once(struct sqlite_checkpointer *c)
 
     if (!c->db) {
         rc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+        /* A connection learns that the file is in WAL mode on its first
+         * read; until then a checkpoint does nothing. */
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(c->db, "PRAGMA schema_version;", NULL, NULL, NULL);
         if (rc != SQLITE_OK) {
             checkpoint_failed(c, rc);
             return;

@@ -15,10 +15,12 @@
  * data without re-running migrations; a file that is not a database, a
  * schema newer than this build and a failed migration fail with KEEL_EIO
  * and leave nothing half-migrated; after injected failures SQLite's own
- * integrity checks pass on the file and both full-text indexes. Every TCase has the leak fixture, which for SQLite
+ * integrity checks pass on the file and both full-text indexes; the
+ * store's checkpoint thread copies a growing WAL back while it is open. Every TCase has the leak fixture, which for SQLite
  * also catches a connection left open (SQLite allocates through keel).
  */
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -973,6 +975,50 @@ START_TEST(test_sqlite_consistent_after_faults)
 }
 END_TEST
 
+static long file_size(const char *path)
+{
+    struct stat sb;
+
+    return stat(path, &sb) ? -1 : (long)sb.st_size;
+}
+
+/* The store's WAL hook replaces SQLite's auto-checkpoint; the store's
+ * thread must then copy the WAL back once it passes 1,000 pages, long
+ * before the commit path's backstop (8,000): the database file grows
+ * while the store stays open and idle. */
+START_TEST(test_sqlite_checkpoints_in_the_background)
+{
+    enum { DOCS = 24, TEXT = 96 * 1024 };
+    struct store *store = store_fresh();
+    char *text = malloc(TEXT + 1), id[32], wal[sizeof(db_path) + 8];
+    long before, after = -1, wal_size;
+
+    ck_assert_ptr_nonnull(text);
+    for (int i = 0; i < TEXT; i++)
+        text[i] = i % 7 == 6 ? ' ' : (char)('a' + (i * 31 + i / 7) % 26);
+    text[TEXT] = '\0';
+    before = file_size(db_path);
+    for (int d = 0; d < DOCS; d++) {
+        struct store_chunk chunk = {"All", text};
+        snprintf(id, sizeof(id), "big-%d", d);
+        text[d] = 'z';   /* each document differs */
+        ck_assert_int_eq(put_document(store, id, "Big", &chunk, 1), STORE_ADDED);
+    }
+    snprintf(wal, sizeof(wal), "%s-wal", db_path);
+    wal_size = file_size(wal);
+    ck_assert_msg(wal_size > 1000L * 4096, "the test wrote too little: WAL %ld bytes", wal_size);
+    ck_assert_msg(wal_size < 8000L * 4096, "the test wrote past the backstop: WAL %ld bytes",
+                  wal_size);
+    for (int i = 0; i < 1000 && (after = file_size(db_path)) < before + DOCS * TEXT / 2; i++)
+        usleep(10000);
+    ck_assert_msg(after >= before + DOCS * TEXT / 2,
+                  "no checkpoint within 10 s: database %ld -> %ld bytes, WAL %ld", before, after,
+                  wal_size);
+    store_close(store);
+    free(text);
+}
+END_TEST
+
 START_TEST(test_sqlite_schema_from_the_future)
 {
     struct store *store = (struct store *)&store;
@@ -1065,6 +1111,7 @@ Suite *suite_store(void)
     tcase_add_test(file, test_sqlite_not_a_database);
     tcase_add_test(file, test_sqlite_cannot_create);
     tcase_add_test(file, test_sqlite_consistent_after_faults);
+    tcase_add_test(file, test_sqlite_checkpoints_in_the_background);
     tcase_add_test(file, test_sqlite_schema_from_the_future);
     tcase_add_test(file, test_sqlite_failed_migration_rolls_back);
     suite_add_tcase(s, file);
