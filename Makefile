@@ -10,7 +10,7 @@
 #
 # Dependencies come from pkg-config only; scripts/install-deps installs them.
 
-PKGS      := jansson yaml-0.1 sqlite3
+PKGS      := jansson yaml-0.1 sqlite3 libcurl
 CC        ?= cc
 CFLAGS    ?= -O2 -g
 SANITIZE  ?=
@@ -35,9 +35,9 @@ ALL_LDFLAGS := $(SANFLAGS) $(LDFLAGS)
 LIBS      := $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC   := $(sort $(wildcard src/core/*.c src/pack/*.c src/text/*.c src/policy/*.c src/replay/*.c \
-                               src/store/*.c src/ingest/*.c src/pipeline/*.c))
+                               src/store/*.c src/ingest/*.c src/pipeline/*.c src/providers/*.c))
 CLI_SRC   := $(sort $(wildcard src/cli/*.c))
-UNIT_SRC  := $(sort $(wildcard tests/unit/*.c))
+UNIT_SRC  := $(sort $(wildcard tests/unit/*.c tests/fake/*.c))
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC  := $(sort $(wildcard fuzz/fuzz_*.c))
 
@@ -66,9 +66,12 @@ $(LIBKEEL): $(LIB_OBJ)
 $(KEEL): $(CLI_OBJ) $(LIBKEEL)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(LIBKEEL) $(LIBS)
 
+# The unit tests also link the fake HTTP server of tests/fake (libevent).
 $(O)/obj/tests/unit/%.o: ALL_CFLAGS += $(shell pkg-config --cflags check)
+$(O)/obj/tests/fake/%.o: ALL_CFLAGS += $(shell pkg-config --cflags libevent libevent_pthreads)
 $(UNIT): $(UNIT_OBJ) $(LIBKEEL)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(UNIT_OBJ) $(LIBKEEL) $(shell pkg-config --libs check) $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(UNIT_OBJ) $(LIBKEEL) $(shell pkg-config --libs check) \
+	    $(shell pkg-config --libs libevent libevent_pthreads) $(LIBS)
 
 $(BENCHBIN): $(BENCH_OBJ) $(LIBKEEL)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(LIBKEEL) $(LIBS)

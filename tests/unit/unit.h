@@ -39,5 +39,6 @@ Suite *suite_store(void);
 Suite *suite_store_conv(void);
 Suite *suite_pipeline(void);
 Suite *suite_ingest(void);
+Suite *suite_providers(void);
 
 #endif
