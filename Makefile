@@ -37,7 +37,7 @@ LIBS      := $(PKG_LIBS) -lpthread -lm
 LIB_SRC   := $(sort $(wildcard src/core/*.c src/pack/*.c src/text/*.c src/policy/*.c src/replay/*.c \
                                src/store/*.c src/ingest/*.c src/pipeline/*.c src/providers/*.c))
 CLI_SRC   := $(sort $(wildcard src/cli/*.c))
-UNIT_SRC  := $(sort $(wildcard tests/unit/*.c tests/fake/*.c))
+UNIT_SRC  := $(sort $(wildcard tests/unit/*.c) tests/fake/fake_http.c)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC  := $(sort $(wildcard fuzz/fuzz_*.c))
 
@@ -50,6 +50,7 @@ LIBKEEL   := $(O)/libkeel.a
 KEEL      := $(O)/keel
 UNIT      := $(O)/keel-unit
 BENCHBIN  := $(O)/keel-bench
+FAKEHTTP  := $(O)/keel-fake-http
 
 .PHONY: all test test-unit test-replay test-blackbox bench fuzz fuzz-build run clean
 
@@ -73,16 +74,20 @@ $(UNIT): $(UNIT_OBJ) $(LIBKEEL)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(UNIT_OBJ) $(LIBKEEL) $(shell pkg-config --libs check) \
 	    $(shell pkg-config --libs libevent libevent_pthreads) $(LIBS)
 
+# The scripted HTTP server of the black-box tests (never part of keel).
+$(FAKEHTTP): $(O)/obj/tests/fake/fake_http_main.o $(O)/obj/tests/fake/fake_http.o $(LIBKEEL)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell pkg-config --libs libevent libevent_pthreads) $(LIBS)
+
 $(BENCHBIN): $(BENCH_OBJ) $(LIBKEEL)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(LIBKEEL) $(LIBS)
 
 # The whole suite, in this order even under -j: unit tests, replay
 # fixtures, then black-box tests of the real binary. Each prints its own
 # closing line; any failure stops make.
-test: $(UNIT) $(KEEL)
+test: $(UNIT) $(KEEL) $(FAKEHTTP)
 	KEEL_ROOT=$(CURDIR) $(UNIT)
 	$(KEEL) replay tests/replay
-	KEEL=$(abspath $(KEEL)) sh tests/blackbox/run.sh
+	KEEL=$(abspath $(KEEL)) FAKE_HTTP=$(abspath $(FAKEHTTP)) sh tests/blackbox/run.sh
 
 test-unit: $(UNIT)
 	KEEL_ROOT=$(CURDIR) $(UNIT)
@@ -90,8 +95,8 @@ test-unit: $(UNIT)
 test-replay: $(KEEL)
 	$(KEEL) replay tests/replay
 
-test-blackbox: $(KEEL)
-	KEEL=$(abspath $(KEEL)) sh tests/blackbox/run.sh
+test-blackbox: $(KEEL) $(FAKEHTTP)
+	KEEL=$(abspath $(KEEL)) FAKE_HTTP=$(abspath $(FAKEHTTP)) sh tests/blackbox/run.sh
 
 bench: $(BENCHBIN)
 	KEEL_ROOT=$(CURDIR) $(BENCHBIN) $(BENCH)

@@ -1,7 +1,8 @@
 /*
  * fuzz_ingest.c — the ingestion parsers on arbitrary bytes: the first
- * byte picks markdown chunking, HTML to text, or a JSON paper record
- * (parsed, mapped, and put into an in-memory store). Checks that chunks
+ * byte picks markdown chunking, HTML to text, a JSON paper record
+ * (parsed, mapped, and put into an in-memory store) or BibTeX (each
+ * entry mapped onto a paper). Checks that chunks
  * stay under their size target and nothing leaks or overflows.
  */
 #include <string.h>
@@ -9,6 +10,29 @@
 #include "core/alloc.h"
 #include "fuzz_common.h"
 #include "ingest/ingest.h"
+
+struct fuzz_bib_count {
+    long records, broken;
+};
+
+/* Each BibTeX record must map onto a paper or be refused with a reason. */
+static int count_entry(const json_t *record, long line, const char *why, void *arg)
+{
+    struct fuzz_bib_count *c = arg;
+
+    if (line < 1 || (!record && !why))
+        __builtin_trap();
+    if (record) {
+        struct store_paper paper;
+        struct keel_error err;
+        if (ingest_paper_from_json(record, "fuzz.bib", &paper, &err) == KEEL_OK)
+            store_paper_release(&paper);
+        c->records++;
+    } else {
+        c->broken++;
+    }
+    return KEEL_OK;
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -23,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 1)
         return 0;
-    switch (data[0] % 3) {
+    switch (data[0] % 4) {
     case 0: {
         struct ingest_chunks chunks;
         if (ingest_chunk_markdown(text, n, &chunks) == KEEL_OK) {
@@ -40,6 +64,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             keel_free(plain);
             keel_free(title);
         }
+        break;
+    }
+    case 3: {
+        struct fuzz_bib_count count = {0};
+        struct keel_error err;
+        ingest_bibtex(text, n, count_entry, &count, &err);
         break;
     }
     default: {

@@ -34,11 +34,12 @@ static void chat_usage(FILE *out)
 {
     fprintf(out,
             "usage: keel chat [--pack NAME] [--db FILE] [--conversation ID] [--role ROLE]\n"
-            "                 [--json] [--now TIME]\n\n"
+            "                 [--json] [--now TIME] [--providers LIST]\n\n"
             "Talk to keel. On a terminal: type a message, see progress and the answer with its\n"
             "sources; :quit or Ctrl-D leaves. Otherwise one message per line is read from\n"
             "standard input and each answer printed (--json: one JSON object per turn with\n"
-            "answer, sources, decision, stage, clarification, active_scenario).\n"
+            "answer, sources, decision, stage, clarification, tools_called, tool_args,\n"
+            "active_scenario, and providers when remote paper providers were asked).\n"
             "The pack's sample data (its pipeline.sample papers or corpus) is ingested when the\n"
             "store has no papers or no documents yet.\n\n"
             "  --pack NAME          scholar (default), payer, … (a folder of the packs directory)\n"
@@ -48,6 +49,9 @@ static void chat_usage(FILE *out)
             "  --role ROLE          the user's role in the pack (default: the pack's)\n"
             "  --json               one JSON object per turn on standard output\n"
             "  --now TIME           pin the clock (RFC 3339), like KEEL_NOW\n"
+            "  --providers LIST     remote paper providers to ask besides the library:\n"
+            "                       openalex,semanticscholar or none (default: the pack's,\n"
+            "                       or $KEEL_PROVIDERS)\n"
             "KEEL_DEBUG_TRACE=1 shows every technical event on standard error.\n");
 }
 
@@ -94,7 +98,8 @@ static void print_text(const json_t *result)
 
 static void print_json(const json_t *result)
 {
-    json_t *line = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:n}", "conversation_id",
+    json_t *line = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:n,s:O*,s:O}",
+                             "conversation_id",
                              json_object_get(result, "conversation_id"), "turn",
                              json_object_get(result, "turn"), "answer",
                              json_object_get(result, "answer"), "sources",
@@ -104,7 +109,9 @@ static void print_json(const json_t *result)
                              json_object_get(result, "clarification"), "kind",
                              json_object_get(result, "kind"), "tools_called",
                              json_object_get(result, "tools_called"), "state",
-                             json_object_get(result, "state"), "active_scenario");
+                             json_object_get(result, "state"), "active_scenario",
+                             "providers", json_object_get(result, "providers"), "tool_args",
+                             json_object_get(result, "tool_args"));
     char *text = line ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 
     if (text)
@@ -222,9 +229,10 @@ static int chat_loop(struct chat *chat)
     return failed;
 }
 
-static int chat_open(struct chat *chat, const char *db, const char *pack, struct keel_error *err)
+static int chat_open(struct chat *chat, const char *db, const char *pack, const char *providers,
+                     struct keel_error *err)
 {
-    struct pipeline_options options = {NULL, pack, NULL, NULL};
+    struct pipeline_options options = {NULL, pack, NULL, NULL, providers};
     long ingested = 0;
     int rc;
 
@@ -249,10 +257,12 @@ int cmd_chat(int argc, char **argv)
         {"conversation", required_argument, NULL, 'c'},
         {"role", required_argument, NULL, 'r'},   {"json", no_argument, NULL, 'j'},
         {"now", required_argument, NULL, 'n'},    {"help", no_argument, NULL, 'h'},
+        {"providers", required_argument, NULL, 'P'},
         {NULL, 0, NULL, 0},
     };
     struct chat chat;
     const char *db = NULL, *pack = "scholar", *now = NULL, *trace = getenv("KEEL_DEBUG_TRACE");
+    const char *providers = NULL;
     struct keel_error err;
     int opt, rc;
 
@@ -267,6 +277,7 @@ int cmd_chat(int argc, char **argv)
         case 'r': chat.role = optarg; break;
         case 'j': chat.json = 1; break;
         case 'n': now = optarg; break;
+        case 'P': providers = optarg; break;
         case 'h': chat_usage(stdout); return 0;
         case ':':
             fprintf(stderr, "keel: chat: %s needs a value\n\n", argv[optind - 1]);
@@ -290,7 +301,7 @@ int cmd_chat(int argc, char **argv)
     }
     chat.interactive = isatty(0);
     chat.trace = trace && !strcmp(trace, "1");
-    rc = chat_open(&chat, db, pack, &err);
+    rc = chat_open(&chat, db, pack, providers, &err);
     if (!rc && chat.conversation[0]) {   /* fail early on an unknown id */
         struct store_conversation conv;
         if (!(rc = store_load_conversation(chat.store, chat.conversation, &conv, &err))) {

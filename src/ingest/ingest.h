@@ -39,13 +39,25 @@ struct ingest_output {
 };
 
 /* Reads paper records from `path` into the store: a JSON array (also
- * OpenAlex's {"results": [...]}) or JSON lines. A record whose id (see
+ * OpenAlex's {"results": [...]}, CSL-JSON), JSON lines, or BibTeX (a
+ * ".bib" file, or text whose first character is '@'). A record whose id (see
  * store_paper_id) repeats one put earlier in the same run — this file or
  * an earlier one — is skipped with a warning, so re-runs stay unchanged. Returns KEEL_OK when
  * the file could be read (skipped records are counted, not errors), or
  * the error that stopped it (unreadable file, a store failure). */
 int ingest_papers_file(struct store *store, const char *path, const struct ingest_output *out,
                        struct ingest_stats *stats, struct keel_error *err);
+
+/* Reads BibTeX text (see bibtex.c for the grammar and caps) and calls
+ * `each` once per entry, in order, with `line` where the entry starts:
+ * with the entry as a JSON record for ingest_paper_from_json() (title,
+ * author, year, venue, doi, url, abstract, bibtex_key, bibtex_type) and
+ * why NULL, or with record NULL and `why` saying how the entry breaks the
+ * grammar (it is skipped). A nonzero return from `each` stops the reading
+ * and is returned (`each` fills err). KEEL_ENOMEM otherwise. */
+typedef int (*ingest_bibtex_each)(const json_t *record, long line, const char *why, void *ctx);
+int ingest_bibtex(const char *text, size_t n, ingest_bibtex_each each, void *ctx,
+                  struct keel_error *err);
 
 /* Ingests every *.md, *.markdown, *.txt, *.html and *.htm file below
  * `dir`, in name order; a document's id is its path below `dir`. */

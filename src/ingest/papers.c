@@ -87,9 +87,23 @@ static int add_author(json_t *authors, const json_t *author)
     return rc == KEEL_ETOOBIG ? KEEL_OK : rc;
 }
 
+/* CSL-JSON dates: {"date-parts": [[2020, 5, 1]]}, the year first (a
+ * number or a digit string); anything else is unknown. */
+static int csl_year(const json_t *date)
+{
+    const json_t *y = json_array_get(json_array_get(json_object_get(date, "date-parts"), 0), 0);
+    long v = json_is_integer(y)  ? (long)json_integer_value(y)
+             : json_is_string(y) ? strtol(json_string_value(y), NULL, 10)
+                                 : 0;
+
+    return v >= 1000 && v <= 9999 ? (int)v : 0;
+}
+
 static int read_year(const json_t *record, int *year, struct keel_error *err)
 {
     static const char *const keys[] = {"year", "publication_year", NULL};
+    static const char *const csl_keys[] = {"issued", "published-print", "published-online",
+                                           "created", NULL};
 
     *year = 0;
     for (const char *const *k = keys; *k; k++) {
@@ -112,6 +126,8 @@ static int read_year(const json_t *record, int *year, struct keel_error *err)
         }
         return keel_error_set(err, KEEL_EINVAL, *k, "must be a year such as 2021");
     }
+    for (const char *const *k = csl_keys; *k && !*year; k++)
+        *year = csl_year(json_object_get(record, *k));
     return KEEL_OK;
 }
 
@@ -267,6 +283,47 @@ static int put_record(struct store *store, const json_t *record, const char *pat
     return KEEL_OK;
 }
 
+struct bib_ctx {
+    struct store *store;
+    const char *path, *source;
+    const struct ingest_output *out;
+    struct ingest_stats *stats;
+    struct keel_error *err;
+    struct ingest_progress *bar;
+};
+
+static int put_bibtex(const json_t *record, long line, const char *why, void *arg)
+{
+    struct bib_ctx *c = arg;
+    struct keel_error entry_err;
+
+    progress_step(c->bar);
+    if (record)
+        return put_record(c->store, record, c->path, c->source, line, "", c->out, c->stats,
+                          c->err);
+    c->stats->skipped++;
+    keel_error_set(&entry_err, KEEL_EINVAL, "", "%s", why);
+    warn(c->out, c->path, line, "", &entry_err);
+    return KEEL_OK;
+}
+
+/* Nonzero for a BibTeX file: a .bib name, or '@' first. */
+static int is_bibtex(const char *path, const char *text, size_t n)
+{
+    size_t len = strlen(path);
+
+    return (len > 4 && !strcasecmp(path + len - 4, ".bib")) || (n && text[0] == '@');
+}
+
+static long count_entries(const char *text, size_t n)
+{
+    long entries = 0;
+
+    for (size_t i = 0; i < n; i++)
+        entries += text[i] == '@';
+    return entries;
+}
+
 static long count_lines(const char *text, size_t n)
 {
     long lines = 0;
@@ -303,6 +360,14 @@ int ingest_papers_file(struct store *store, const char *path, const struct inges
     while (i < text.len && (text.data[i] == ' ' || text.data[i] == '\n' ||
                             text.data[i] == '\r' || text.data[i] == '\t'))
         i++;
+    if (is_bibtex(path, text.data + i, text.len - i)) {
+        struct bib_ctx ctx = {store, path, source, out, stats, err, &bar};
+        progress_start(&bar, out ? out->progress : NULL, "papers",
+                       count_entries(text.data + i, text.len - i));
+        rc = ingest_bibtex(text.data + i, text.len - i, put_bibtex, &ctx, err);
+        progress_done(&bar);
+        goto out;
+    }
     if (i < text.len && (text.data[i] == '[' || text.data[i] == '{')) {
         /* One JSON value: an array of records, or {"results": [...]}. */
         json_t *parsed, *array, *record;

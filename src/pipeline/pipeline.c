@@ -36,6 +36,25 @@ static const struct stage stages[] = {
 
 #define N_STAGES (sizeof(stages) / sizeof(stages[0]))
 
+/* The pack's `providers:` section, the environment, then the caller's
+ * list of providers to turn on. */
+static int open_providers(struct pipeline *pl, const struct pipeline_options *options,
+                          struct keel_error *err)
+{
+    struct providers_conf conf;
+    int rc = providers_conf_load(json_object_get(pl->pack->doc, "providers"), &conf, err);
+
+    if (!rc && options->providers) {
+        rc = providers_conf_enable(&conf, options->providers, err);
+        if (rc)
+            snprintf(err->field, sizeof(err->field), "providers");
+    }
+    if (!rc)
+        rc = providers_new(&conf, &pl->providers, err);
+    providers_conf_release(&conf);
+    return rc;
+}
+
 int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
                  struct keel_error *err)
 {
@@ -57,6 +76,10 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
         keel_free(pl);
         return rc;
     }
+    if ((rc = open_providers(pl, options, err))) {
+        pipeline_free(pl);
+        return rc;
+    }
     pl->store = options->store;
     pl->trace = getenv("KEEL_DEBUG_TRACE") && !strcmp(getenv("KEEL_DEBUG_TRACE"), "1");
     pl->web = options->web;
@@ -69,6 +92,7 @@ void pipeline_free(struct pipeline *pl)
 {
     if (!pl)
         return;
+    providers_free(pl->providers);
     config_release(&pl->cfg);
     policy_free(pl->policy);
     pack_free(pl->pack);
@@ -206,6 +230,7 @@ static void turn_release(struct turn *t)
     keel_free(t->clarification);
     json_decref(t->blueprint);
     json_decref(t->decision_json);
+    json_decref(t->provider_reports);
     json_decref(t->state_json);
 }
 
@@ -223,7 +248,8 @@ static json_t *result_json(struct turn *t)
         json_decref(bp);
         return NULL;
     }
-    return json_pack("{s:s,s:i,s:s,s:s,s:O,s:o,s:s,s:s,s:s?,s:s,s:s,s:O,s:O,s:o,s:O,s:O,s:o}",
+    return json_pack("{s:s,s:i,s:s,s:s,s:O,s:o,s:s,s:s,s:s?,s:s,s:s,s:O,s:O,s:o,s:O,s:O,s:o,"
+                     "s:O*}",
                      "conversation_id", t->conversation_id, "turn", t->seq, "correlation_id",
                      t->correlation_id, "answer", t->answer.data, "sources", t->sources,
                      "decision", decision, "stage", t->state.stage, "stage_before",
@@ -231,7 +257,7 @@ static json_t *result_json(struct turn *t)
                      t->kind == TURN_SLOT_FILL ? "slot_fill" : "new_question", "refined_query",
                      t->state.refined_query, "tools_called", t->tools_called, "tool_args",
                      t->tool_args, "state", state, "events", t->events, "deltas", t->deltas,
-                     "blueprint", bp);
+                     "blueprint", bp, "providers", t->provider_reports);
 }
 
 int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **result,

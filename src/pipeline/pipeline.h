@@ -43,6 +43,8 @@ struct pipeline_options {
     const char *pack;                  /* pack name, required */
     struct store *store;               /* required; borrowed */
     const struct web_fallback *web;    /* NULL: none */
+    const char *providers;             /* remote paper providers on ("openalex,semanticscholar",
+                                        * "none"); NULL: the pack's and KEEL_PROVIDERS */
 };
 
 struct turn_request {

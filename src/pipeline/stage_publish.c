@@ -94,6 +94,7 @@ int stage_publish(struct turn *t, struct keel_error *err)
     struct store_turn_record rec;
     struct counters c = {.n = 0};
     const json_t *state, *decision;
+    json_t *log = NULL;
     const char *tool = logged_tool(t);
     const json_t *args = tool ? json_object_get(t->tool_args, tool) : NULL;
     char *texts[7] = {NULL};
@@ -110,6 +111,14 @@ int stage_publish(struct turn *t, struct keel_error *err)
         goto out;
     state = t->state_json = state_to_json(&t->state, &t->pl->cfg);   /* the result reuses it */
     decision = t->decision_json;
+    if (t->provider_reports) {
+        /* The decision log adds what each paper provider did; the decide
+         * event keeps the decision as it was made. */
+        if (!(log = json_copy(t->decision_json)) ||
+            json_object_set(log, "providers", t->provider_reports))
+            goto out;
+        decision = log;
+    }
     if (!state)
         goto out;
     texts[0] = dump(state);
@@ -159,5 +168,6 @@ out:
     for (int i = 0; i < 7; i++)
         keel_free(texts[i]);
     keel_free(user);
+    json_decref(log);
     return rc;
 }

@@ -112,6 +112,44 @@ static const char *outcome_key(const struct sub_result *r, char *out, size_t n)
     return out;
 }
 
+/* Tells what each remote paper provider did: a user-level event when one
+ * failed (the others' papers stand) or could not apply the filters (they
+ * were applied here), and the reports for the decision log. */
+static int provider_events(struct turn *t, json_t *reports)
+{
+    json_t *r;
+    size_t i;
+
+    if (!reports)
+        return KEEL_OK;
+    if (!t->provider_reports && !(t->provider_reports = json_array()))
+        return KEEL_ENOMEM;
+    json_array_foreach(reports, i, r) {
+        const char *status = json_string_value(json_object_get(r, "status"));
+        const char *name = json_string_value(json_object_get(r, "provider"));
+        const char *reason = json_string_value(json_object_get(r, "reason"));
+        json_t *extra = json_pack("{s:s?, s:s?, s:O?}", "provider", name, "reason", reason,
+                                  "http_status", json_object_get(r, "http_status"));
+        int rc = KEEL_OK;
+
+        if (json_array_append(t->provider_reports, r)) {
+            json_decref(extra);
+            return KEEL_ENOMEM;
+        }
+        if (status && !strcmp(status, "failed"))
+            rc = turn_emit(t, "info", "resolve.provider_failed", extra, "%s failed: %s", name,
+                           reason);
+        else if (status && !strcmp(status, "ok_without_filters"))
+            rc = turn_emit(t, "info", "resolve.provider_unfiltered", extra, "%s: %s", name,
+                           reason);
+        else
+            json_decref(extra);
+        if (rc)
+            return rc;
+    }
+    return KEEL_OK;
+}
+
 static int after_search(struct turn *t, int i, const struct tool_def *tool, json_t *out,
                         struct keel_error *err)
 {
@@ -122,6 +160,8 @@ static int after_search(struct turn *t, int i, const struct tool_def *tool, json
     r->ran = 1;
     r->tool = tool->name;
     if (!strcmp(tool->name, "search_papers")) {
+        if (provider_events(t, json_object_get(out, "providers")))
+            return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
         r->items = json_incref(json_object_get(out, "papers"));
         n = (int)json_array_size(r->items);
         r->band = n ? "found" : "none";
@@ -175,7 +215,7 @@ static int run_sub(struct turn *t, int i, struct keel_error *err)
     const struct blueprint_sub *sub = &t->state.blueprint.subs[i];
     const struct config_path *path = &t->pl->cfg.paths[sub->path];
     const struct tool_def *tool;
-    struct tool_env env = {t->pl->store, t->pl->web, &t->pl->cfg};
+    struct tool_env env = {t->pl->store, t->pl->web, &t->pl->cfg, t->pl->providers};
     json_t *args, *out = NULL;
     int index, rc;
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/buf.h"
 #include "core/json.h"
 #include "pack/pack.h"
@@ -253,6 +254,107 @@ static int add_papers(const struct tool_env *env, const struct tool_words *query
     return KEEL_OK;
 }
 
+/* ---- remote providers ------------------------------------------------------ */
+
+static int take_string(char **dst, const json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+
+    *dst = NULL;
+    return !s || (*dst = keel_strdup(s)) ? KEEL_OK : KEEL_ENOMEM;
+}
+
+/* The library's papers (JSON, in rank order) as the local provider's list. */
+static int local_list(const json_t *papers, struct provider_papers *out)
+{
+    json_t *paper, *authors;
+    size_t i;
+
+    memset(out, 0, sizeof(*out));
+    json_array_foreach(papers, i, paper) {
+        struct provider_paper *p = provider_papers_push(out);
+        if (!p || take_string(&p->title, paper, "title") ||
+            take_string(&p->abstract, paper, "abstract") ||
+            take_string(&p->venue, paper, "venue") || take_string(&p->doi, paper, "doi") ||
+            take_string(&p->url, paper, "url") || take_string(&p->pdf_url, paper, "pdf_url") ||
+            take_string(&p->ids[PROVIDER_LOCAL], paper, "id"))
+            return KEEL_ENOMEM;
+        authors = json_object_get(paper, "authors");
+        if (!(p->authors = json_is_array(authors) ? json_deep_copy(authors) : json_array()))
+            return KEEL_ENOMEM;
+        p->year = (int)json_integer_value(json_object_get(paper, "year"));
+        p->is_open_access = json_is_true(json_object_get(paper, "is_open_access"));
+        p->providers = 1u << PROVIDER_LOCAL;
+    }
+    return KEEL_OK;
+}
+
+/* A merged paper for the tool result: the record plus an "id" (the
+ * library's, else the DOI, else a provider's). */
+static json_t *merged_json(const struct provider_paper *p)
+{
+    json_t *out = provider_paper_json(p);
+    const char *id = p->ids[PROVIDER_LOCAL];
+    char doi[300];
+
+    if (!id && p->doi) {
+        snprintf(doi, sizeof(doi), "doi:%s", p->doi);
+        id = doi;
+    }
+    for (int i = 0; !id && i < PROVIDER_COUNT; i++)
+        id = p->ids[i];
+    if (out && json_object_set_new(out, "id", json_string(id ? id : p->title))) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Asks the remote providers and merges their papers with the library's
+ * (`papers`, replaced by the merged list). Adds the providers' reports to
+ * `result`. A provider's failure is in its report, never an error. */
+static int with_providers(const struct tool_env *env, const struct paper_query *q, int count,
+                          const char *query, json_t **papers, json_t *result,
+                          struct keel_error *err)
+{
+    struct paper_request req = {query, q->year_from, q->year_to, q->open_access_only,
+                                count < PROVIDER_LIMIT_MAX ? count : PROVIDER_LIMIT_MAX};
+    struct provider_papers local, merged = {0};
+    struct provider_report reports[PROVIDER_COUNT];
+    json_t *list = json_array(), *story = json_array();
+    int rc;
+
+    if (!list || !story || local_list(*papers, &local)) {
+        provider_papers_release(&local);
+        rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
+        goto out;
+    }
+    if ((rc = providers_search(env->providers, &req, &local, &merged, reports, err)))
+        goto out;
+    for (size_t i = 0; i < merged.n && !rc; i++)
+        if (json_array_append_new(list, merged_json(&merged.items[i])))
+            rc = KEEL_ENOMEM;
+    for (int i = 0; i < PROVIDER_COUNT && !rc; i++)
+        if ((i == PROVIDER_LOCAL || reports[i].status != PROVIDER_OFF) &&
+            json_array_append_new(story, provider_report_json((enum provider_id)i, &reports[i])))
+            rc = KEEL_ENOMEM;
+    if (!rc && json_object_set(result, "providers", story))
+        rc = KEEL_ENOMEM;
+    provider_reports_release(reports);
+    provider_papers_release(&merged);
+    if (rc) {
+        rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
+        goto out;
+    }
+    json_decref(*papers);
+    *papers = list;
+    list = NULL;
+out:
+    json_decref(list);
+    json_decref(story);
+    return rc;
+}
+
 /* Papers holding every content word first (an AND search ranks a few
  * hundred rows, not every row with a common word), then, when fewer than
  * `count` pass the relevance floor, papers holding any of them. */
@@ -274,6 +376,7 @@ static int run_search_papers(const struct tool_env *env, const json_t *args, jso
     struct tool_words words_q;
     int rc = KEEL_OK, count = q.limit;
 
+    *result = NULL;
     if (q.year_from && q.year_to && q.year_from > q.year_to)
         rc = keel_error_set(err, KEEL_EINVAL, "args.year_from", "must not be after year_to");
     content_query(env->cfg, query, words, sizeof(words));
@@ -288,9 +391,19 @@ static int run_search_papers(const struct tool_env *env, const json_t *args, jso
             rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
         paper_hits_release(&hits);
     }
-    if (!rc && (!papers || !(*result = json_pack("{s:O,s:i}", "papers", papers, "count",
-                                                 (int)json_array_size(papers)))))
+    if (!rc && !papers)
         rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
+    if (!rc && !(*result = json_object()))
+        rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
+    if (!rc && env->providers && providers_any(env->providers))
+        rc = with_providers(env, &q, count, query, &papers, *result, err);
+    if (!rc && (json_object_set(*result, "papers", papers) ||
+                json_object_set_new(*result, "count", json_integer((json_int_t)json_array_size(papers)))))
+        rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
+    if (rc && *result) {
+        json_decref(*result);
+        *result = NULL;
+    }
     json_decref(papers);
     return rc;
 }

@@ -7,7 +7,10 @@
  * proposed arguments before the check (see stage_resolve.c).
  *
  *   search_papers   the local paper library, native year and
- *                   open-access filters (store_search_papers)
+ *                   open-access filters (store_search_papers); with
+ *                   remote providers on, their papers too, merged and
+ *                   de-duplicated, and a report per provider
+ *                   (result.providers)
  *   rag_search      the document corpus, BM25, each passage with a
  *                   confidence and a band (abstain | caution | confident)
  *                   measured on `focus` (the question without the plan's
@@ -23,6 +26,7 @@
 #include "core/error.h"
 #include "pipeline/config.h"
 #include "pipeline/pipeline.h"
+#include "providers/providers.h"
 #include "store/store.h"
 
 #define TOOL_QUERY_MAX 512
@@ -32,6 +36,7 @@ struct tool_env {
     struct store *store;
     const struct web_fallback *web;     /* may be NULL */
     const struct pipeline_config *cfg;  /* thresholds, stopwords */
+    struct providers *providers;        /* remote paper providers; may be NULL */
 };
 
 enum tool_arg_type { ARG_STRING, ARG_INTEGER, ARG_BOOLEAN };

@@ -14,6 +14,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/state.h"
 #include "pipeline/tools.h"
+#include "providers/providers.h"
 #include "policy/policy.h"
 
 struct pipeline {
@@ -22,6 +23,7 @@ struct pipeline {
     struct pipeline_config cfg;
     struct store *store;
     const struct web_fallback *web;
+    struct providers *providers;       /* remote paper providers (owned) */
     int trace;                         /* KEEL_DEBUG_TRACE=1, read once */
     char pack_dir[4200];
 };
@@ -67,6 +69,7 @@ struct turn {
     struct policy_context pctx;
     struct policy_decision decision;
     json_t *decision_json;             /* the decision as JSON, made once by decide */
+    json_t *provider_reports;          /* resolve: each paper provider's story, or NULL */
 
     /* plan */
     json_t *blueprint;                 /* the blueprint this turn planned or resumed, or NULL */

@@ -176,26 +176,9 @@ static int work_to_paper(const json_t *work, struct provider_paper *p)
 int openalex_parse(const json_t *doc, struct provider_papers *out, struct keel_error *err)
 {
     const json_t *results = json_object_get(doc, "results");
-    json_t *work;
-    size_t i;
 
     if (!json_is_array(results))
         return keel_error_set(err, KEEL_EINVAL, "results",
                               "an OpenAlex answer has a \"results\" array");
-    json_array_foreach(results, i, work) {
-        struct provider_paper *p;
-        int rc;
-
-        if (!json_is_object(work))
-            continue;
-        if (!(p = provider_papers_push(out)))
-            return keel_error_set(err, KEEL_ENOMEM, "openalex", "out of memory");
-        if ((rc = work_to_paper(work, p))) {
-            provider_paper_release(p);
-            out->n--;
-            if (rc == KEEL_ENOMEM)
-                return keel_error_set(err, KEEL_ENOMEM, "openalex", "out of memory");
-        }
-    }
-    return KEEL_OK;
+    return provider_parse_list(results, PROVIDER_OPENALEX, work_to_paper, out, err);
 }

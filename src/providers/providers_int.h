@@ -17,6 +17,13 @@ int semanticscholar_url(const struct provider_conf *conf, const struct paper_req
                         int filters, struct keel_buf *url);
 int semanticscholar_parse(const json_t *doc, struct provider_papers *out, struct keel_error *err);
 
+/* Converts each object of `list` with `convert` into a paper appended to
+ * `out`; a record `convert` refuses (KEEL_EINVAL: no title) is skipped.
+ * KEEL_ENOMEM names the provider. */
+int provider_parse_list(const json_t *list, enum provider_id id,
+                        int (*convert)(const json_t *record, struct provider_paper *p),
+                        struct provider_papers *out, struct keel_error *err);
+
 /* Appends `text` percent-encoded (RFC 3986 unreserved bytes stay). */
 int provider_url_escape(struct keel_buf *url, const char *text);
 

@@ -79,6 +79,31 @@ int provider_parse(enum provider_id id, const char *body, size_t len, struct pro
     return rc;
 }
 
+int provider_parse_list(const json_t *list, enum provider_id id,
+                        int (*convert)(const json_t *record, struct provider_paper *p),
+                        struct provider_papers *out, struct keel_error *err)
+{
+    json_t *record;
+    size_t i;
+
+    json_array_foreach(list, i, record) {
+        struct provider_paper *p;
+        int rc;
+
+        if (!json_is_object(record))
+            continue;
+        if (!(p = provider_papers_push(out)))
+            return keel_error_set(err, KEEL_ENOMEM, provider_name(id), "out of memory");
+        if ((rc = convert(record, p))) {
+            provider_paper_release(p);
+            out->n--;
+            if (rc == KEEL_ENOMEM)
+                return keel_error_set(err, KEEL_ENOMEM, provider_name(id), "out of memory");
+        }
+    }
+    return KEEL_OK;
+}
+
 /* ---- helpers ----------------------------------------------------------- */
 
 int provider_url_escape(struct keel_buf *url, const char *text)

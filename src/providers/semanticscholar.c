@@ -88,8 +88,6 @@ static int record_to_paper(const json_t *rec, struct provider_paper *p)
 int semanticscholar_parse(const json_t *doc, struct provider_papers *out, struct keel_error *err)
 {
     const json_t *data = json_object_get(doc, "data");
-    json_t *rec;
-    size_t i;
 
     /* No match at all: {"total": 0, "offset": 0} without "data". */
     if (!data && json_is_integer(json_object_get(doc, "total")))
@@ -97,20 +95,5 @@ int semanticscholar_parse(const json_t *doc, struct provider_papers *out, struct
     if (!json_is_array(data))
         return keel_error_set(err, KEEL_EINVAL, "data",
                               "a Semantic Scholar answer has a \"data\" array");
-    json_array_foreach(data, i, rec) {
-        struct provider_paper *p;
-        int rc;
-
-        if (!json_is_object(rec))
-            continue;
-        if (!(p = provider_papers_push(out)))
-            return keel_error_set(err, KEEL_ENOMEM, "semanticscholar", "out of memory");
-        if ((rc = record_to_paper(rec, p))) {
-            provider_paper_release(p);
-            out->n--;
-            if (rc == KEEL_ENOMEM)
-                return keel_error_set(err, KEEL_ENOMEM, "semanticscholar", "out of memory");
-        }
-    }
-    return KEEL_OK;
+    return provider_parse_list(data, PROVIDER_SEMANTICSCHOLAR, record_to_paper, out, err);
 }

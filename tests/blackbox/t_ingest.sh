@@ -194,3 +194,37 @@ test_shared_data_corpus() {
     run "$KEEL" ingest docs --db "$TMP/test_shared_data_corpus.db" "$data/corpus/healthcare_gov_2013/_posts"
     expect_out "docs: 0 added, 0 updated, "
 }
+
+test_ingest_bibtex_and_again() {
+    cat > "$TMP/refs.bib" <<'BIB'
+@string{nat = "Nature"}
+@article{lovelace2020,
+  title = {The {Analytical} Engine --- a Review},
+  author = {Lovelace, Ada and Babbage, Charles},
+  journal = nat, year = 2020, doi = {10.1234/ae.2020},
+}
+@inproceedings{broken, title {no equals sign}}
+@misc{garcia21, title = "Se{\~n}ales", author = {Garc{\'\i}a, Jos{\'e}}, date = {2021-05-01}}
+BIB
+    db="$TMP/test_ingest_bibtex.db"
+    run "$KEEL" ingest papers --db "$db" "$TMP/refs.bib"
+    expect_rc 0
+    expect_out "papers: 2 added, 0 updated, 0 unchanged, 1 skipped"
+    expect_err "refs.bib:7: skipped: a field name is not followed by ="
+    got=$(sqlite3 "$db" "SELECT title || '|' || year || '|' || ifnull(venue, '') || '|' || authors FROM papers ORDER BY year")
+    expected='The Analytical Engine — a Review|2020|Nature|["Ada Lovelace","Charles Babbage"]
+Señales|2021||["José García"]'
+    [ "$got" = "$expected" ] || fail "stored: $got"
+    run "$KEEL" ingest papers --db "$db" "$TMP/refs.bib"
+    expect_out "papers: 0 added, 0 updated, 2 unchanged, 1 skipped"
+}
+
+test_ingest_csl_json() {
+    printf '[{"type": "article-journal", "title": "CSL paper", "container-title": ["J. Tests"], "issued": {"date-parts": [[2019, 3]]}, "author": [{"family": "Doe", "given": "Jane"}], "DOI": "10.1/csl"}]' > "$TMP/csl.json"
+    db="$TMP/test_ingest_csl.db"
+    run "$KEEL" ingest papers --db "$db" "$TMP/csl.json"
+    expect_rc 0
+    expect_out "papers: 1 added"
+    got=$(sqlite3 "$db" "SELECT year || '|' || venue || '|' || doi FROM papers")
+    [ "$got" = "2019|J. Tests|10.1/csl" ] || fail "stored: $got"
+}

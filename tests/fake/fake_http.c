@@ -42,6 +42,8 @@ struct fake_http {
     size_t n_routes;
     struct request requests[REQUESTS_MAX];
     size_t n_requests;
+    FILE *log;
+    struct pending *delayed[REQUESTS_MAX];   /* replies waiting for their delay */
 };
 
 struct pending {
@@ -71,6 +73,14 @@ static void drop_connection(evutil_socket_t fd, short what, void *arg)
     evhttp_connection_free(arg);
 }
 
+/* Forgets a delayed reply that is being sent (loop thread only). */
+static void undelay(struct fake_http *f, struct pending *p)
+{
+    for (size_t i = 0; i < REQUESTS_MAX; i++)
+        if (f->delayed[i] == p)
+            f->delayed[i] = NULL;
+}
+
 static void send_reply(evutil_socket_t fd, short what, void *arg)
 {
     struct pending *p = arg;
@@ -81,6 +91,7 @@ static void send_reply(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    undelay(p->f, p);
     while (h && *h) {
         const char *end = strchr(h, '\n'), *colon = strchr(h, ':');
         size_t n = end ? (size_t)(end - h) : strlen(h);
@@ -124,6 +135,10 @@ static void record(struct fake_http *f, struct evhttp_request *req)
     size_t cap = 1;
     char *all, *at;
 
+    if (f->log) {
+        fprintf(f->log, "%s\n", evhttp_request_get_uri(req));
+        fflush(f->log);
+    }
     if (f->n_requests == REQUESTS_MAX)
         return;
     for (kv = in->tqh_first; kv; kv = kv->next.tqe_next)
@@ -169,6 +184,11 @@ static void on_request(struct evhttp_request *req, void *arg)
     p->f = f;
     if (p->reply.delay_ms > 0) {
         struct timeval tv = {p->reply.delay_ms / 1000, (p->reply.delay_ms % 1000) * 1000};
+        for (size_t i = 0; i < REQUESTS_MAX; i++)
+            if (!f->delayed[i]) {
+                f->delayed[i] = p;   /* freed at stop if its time never comes */
+                break;
+            }
         event_base_once(f->base, -1, EV_TIMEOUT, send_reply, p, &tv);
     } else {
         send_reply(-1, 0, p);
@@ -253,6 +273,13 @@ void fake_http_route(struct fake_http *f, const char *prefix, const struct fake_
     pthread_mutex_unlock(&f->lock);
 }
 
+void fake_http_log_to(struct fake_http *f, FILE *log)
+{
+    pthread_mutex_lock(&f->lock);
+    f->log = log;
+    pthread_mutex_unlock(&f->lock);
+}
+
 size_t fake_http_count(struct fake_http *f)
 {
     size_t n;
@@ -322,6 +349,8 @@ void fake_http_stop(struct fake_http *f)
         return;
     event_active(f->stop, EV_TIMEOUT, 0);
     pthread_join(f->thread, NULL);
+    for (size_t i = 0; i < REQUESTS_MAX; i++)
+        free(f->delayed[i]);
     event_free(f->tick);
     event_free(f->stop);
     evhttp_free(f->http);

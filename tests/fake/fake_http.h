@@ -15,6 +15,7 @@
 #define KEEL_TESTS_FAKE_HTTP_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 struct fake_reply {
     int status;
@@ -40,6 +41,9 @@ void fake_http_route(struct fake_http *f, const char *prefix, const struct fake_
 size_t fake_http_count(struct fake_http *f);
 const char *fake_http_uri(struct fake_http *f, size_t i);
 const char *fake_http_header(struct fake_http *f, size_t i, const char *name);
+
+/* Appends each request's URI to `log` (flushed) as it arrives; NULL stops. */
+void fake_http_log_to(struct fake_http *f, FILE *log);
 
 /* Forgets recorded requests and routes. */
 void fake_http_reset(struct fake_http *f);

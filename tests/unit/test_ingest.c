@@ -1,7 +1,10 @@
 /*
  * test_ingest.c — the pure parts of ingestion: paper records from the
- * JSON shapes real sources use, markdown chunking, HTML to text.
+ * JSON shapes real sources use (CSL-JSON dates too), BibTeX entries
+ * (macros, names, LaTeX, broken entries and caps), markdown chunking,
+ * HTML to text.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -78,6 +81,161 @@ START_TEST(test_paper_errors_name_the_field)
         ck_assert_ptr_null(paper.title);
         json_decref(record);
     }
+}
+END_TEST
+
+START_TEST(test_paper_csl_json_issued)
+{
+    json_t *record = parse("{\"type\": \"article-journal\", \"title\": \"CSL\", \"container-title\": "
+                           "\"J\", \"issued\": {\"date-parts\": [[2019, 3]]}, \"author\": "
+                           "[{\"family\": \"Doe\", \"given\": \"Jane\"}], \"DOI\": \"10.1/csl\"}");
+    struct store_paper paper;
+    struct keel_error err;
+
+    ck_assert_int_eq(ingest_paper_from_json(record, NULL, &paper, &err), KEEL_OK);
+    ck_assert_int_eq(paper.year, 2019);
+    ck_assert_str_eq(paper.venue, "J");
+    ck_assert_str_eq(json_string_value(json_array_get(paper.authors, 0)), "Jane Doe");
+    store_paper_release(&paper);
+    json_decref(record);
+    /* A year as a string, and a date without parts: unknown. */
+    record = parse("{\"title\": \"T\", \"issued\": {\"date-parts\": [[\"2018\"]]}}");
+    ck_assert_int_eq(ingest_paper_from_json(record, NULL, &paper, &err), KEEL_OK);
+    ck_assert_int_eq(paper.year, 2018);
+    store_paper_release(&paper);
+    json_decref(record);
+    record = parse("{\"title\": \"T\", \"issued\": {\"raw\": \"spring\"}}");
+    ck_assert_int_eq(ingest_paper_from_json(record, NULL, &paper, &err), KEEL_OK);
+    ck_assert_int_eq(paper.year, 0);
+    store_paper_release(&paper);
+    json_decref(record);
+}
+END_TEST
+
+/* Collects what ingest_bibtex reports: records and "line: why" lines. */
+struct bib_seen {
+    json_t *records;
+    char problems[512];
+};
+
+static int collect(const json_t *record, long line, const char *why, void *arg)
+{
+    struct bib_seen *seen = arg;
+    size_t len = strlen(seen->problems);
+
+    if (record) {
+        json_t *copy = json_deep_copy(record);
+        json_object_set_new(copy, "line", json_integer(line));
+        json_array_append_new(seen->records, copy);
+    } else {
+        snprintf(seen->problems + len, sizeof(seen->problems) - len, "%ld: %s; ", line, why);
+    }
+    return KEEL_OK;
+}
+
+static const char *str_at(const json_t *records, size_t i, const char *key)
+{
+    return json_string_value(json_object_get(json_array_get(records, i), key));
+}
+
+START_TEST(test_bibtex_entries)
+{
+    const char *bib =
+        "Free text before entries is a comment.\n"
+        "@String{jml = \"Journal of Machine Learning\"}\n"
+        "@comment{ignored {nested} text}\n"
+        "@ARTICLE{lovelace2020,\n"
+        "  Title = {The {Analytical} Engine and M{\\\"u}ller's Notes --- a Review},\n"
+        "  author = {Lovelace, Ada and Babbage, Charles and M\\\"{u}ller, J{\\\"o}rg and others},\n"
+        "  journal = jml # \" Research\",\n"
+        "  year = 2020, month = jan,\n"
+        "  doi = {10.1234/ae.2020},\n"
+        "  url = \"https://example.org/ae\",\n"
+        "  abstract = {We study \\emph{engines} \\& notes, 50\\% faster.}\n"
+        "}\n"
+        "@inproceedings(garcia21,\n"
+        "  title = \"Se{\\~n}ales in Espa{\\~n}a\",\n"
+        "  author = {Garc{\\'\\i}a, Jos{\\'e} and van der Berg, Jr., Jan},\n"
+        "  booktitle = {Proceedings of ACL},\n"
+        "  date = {2021-05-01},\n"
+        ")\n";
+    struct bib_seen seen = {json_array(), ""};
+    struct keel_error err;
+    json_t *authors;
+
+    ck_assert_int_eq(ingest_bibtex(bib, strlen(bib), collect, &seen, &err), KEEL_OK);
+    ck_assert_str_eq(seen.problems, "");
+    ck_assert_uint_eq(json_array_size(seen.records), 2);
+    ck_assert_str_eq(str_at(seen.records, 0, "title"),
+                     "The Analytical Engine and Müller's Notes — a Review");
+    ck_assert_str_eq(str_at(seen.records, 0, "venue"), "Journal of Machine Learning Research");
+    ck_assert_str_eq(str_at(seen.records, 0, "year"), "2020");
+    ck_assert_str_eq(str_at(seen.records, 0, "doi"), "10.1234/ae.2020");
+    ck_assert_str_eq(str_at(seen.records, 0, "url"), "https://example.org/ae");
+    ck_assert_str_eq(str_at(seen.records, 0, "abstract"), "We study engines & notes, 50% faster.");
+    ck_assert_str_eq(str_at(seen.records, 0, "bibtex_key"), "lovelace2020");
+    ck_assert_str_eq(str_at(seen.records, 0, "bibtex_type"), "article");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(seen.records, 0), "line")), 4);
+    authors = json_object_get(json_array_get(seen.records, 0), "author");
+    ck_assert_uint_eq(json_array_size(authors), 3);   /* "others" is not a person */
+    ck_assert_str_eq(json_string_value(json_array_get(authors, 0)), "Ada Lovelace");
+    ck_assert_str_eq(json_string_value(json_array_get(authors, 2)), "Jörg Müller");
+    ck_assert_str_eq(str_at(seen.records, 1, "title"), "Señales in España");
+    ck_assert_str_eq(str_at(seen.records, 1, "year"), "2021");
+    ck_assert_str_eq(str_at(seen.records, 1, "venue"), "Proceedings of ACL");
+    authors = json_object_get(json_array_get(seen.records, 1), "author");
+    ck_assert_str_eq(json_string_value(json_array_get(authors, 0)), "José García");
+    ck_assert_str_eq(json_string_value(json_array_get(authors, 1)), "Jan van der Berg Jr.");
+    json_decref(seen.records);
+}
+END_TEST
+
+START_TEST(test_bibtex_broken_entries_are_skipped_with_their_line)
+{
+    const char *bib = "@article{a, title = {One}}\n"
+                      "@article{b, title {Two}}\n"
+                      "@article{c, title = {Three}, author = \"Unclosed }\n"
+                      "@book{d, title = {Four}}\n"
+                      "@ {no type}\n"
+                      "@misc{e, title = {Never closed\n";
+    struct bib_seen seen = {json_array(), ""};
+    struct keel_error err;
+
+    ck_assert_int_eq(ingest_bibtex(bib, strlen(bib), collect, &seen, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(seen.records), 2);
+    ck_assert_str_eq(str_at(seen.records, 0, "title"), "One");
+    ck_assert_str_eq(str_at(seen.records, 1, "title"), "Four");
+    ck_assert_str_eq(seen.problems, "2: a field name is not followed by =; "
+                                    "3: a } closes nothing; "
+                                    "5: an @ is not followed by an entry type; "
+                                    "6: a { is never closed; ");
+    json_decref(seen.records);
+}
+END_TEST
+
+START_TEST(test_bibtex_caps)
+{
+    struct keel_buf bib;
+    struct bib_seen seen = {json_array(), ""};
+    struct keel_error err;
+
+    keel_buf_init(&bib, 0);
+    /* braces 40 deep */
+    keel_buf_adds(&bib, "@misc{deep, title = ");
+    for (int i = 0; i < 40; i++)
+        keel_buf_addc(&bib, '{');
+    for (int i = 0; i < 40; i++)
+        keel_buf_addc(&bib, '}');
+    keel_buf_adds(&bib, "}\n@misc{long, title = {");
+    for (int i = 0; i < 70000; i++)
+        keel_buf_addc(&bib, 'x');
+    keel_buf_adds(&bib, "}}\n@misc{fine, title = {Fine}}\n");
+    ck_assert_int_eq(ingest_bibtex(bib.data, bib.len, collect, &seen, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(seen.records), 1);
+    ck_assert_str_eq(str_at(seen.records, 0, "title"), "Fine");
+    ck_assert_str_eq(seen.problems, "1: braces nested too deep; 2: a value is longer than 64 KiB; ");
+    keel_buf_release(&bib);
+    json_decref(seen.records);
 }
 END_TEST
 
@@ -359,6 +517,10 @@ Suite *suite_ingest(void)
     tcase_add_test(papers, test_paper_s2orc_shape);
     tcase_add_test(papers, test_paper_other_shapes);
     tcase_add_test(papers, test_paper_errors_name_the_field);
+    tcase_add_test(papers, test_paper_csl_json_issued);
+    tcase_add_test(papers, test_bibtex_entries);
+    tcase_add_test(papers, test_bibtex_broken_entries_are_skipped_with_their_line);
+    tcase_add_test(papers, test_bibtex_caps);
     suite_add_tcase(s, papers);
     unit_leak_fixture(chunks);
     tcase_add_test(chunks, test_chunk_sections_and_paragraphs);

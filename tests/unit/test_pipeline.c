@@ -943,7 +943,7 @@ struct chat {
 
 static void chat_open_on(struct chat *c, struct store *store, const char *pack)
 {
-    struct pipeline_options options = {packs_dir(), pack, store, NULL};
+    struct pipeline_options options = {packs_dir(), pack, store, NULL, NULL};
     struct keel_error err;
     long ingested = -1;
 
