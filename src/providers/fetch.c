@@ -99,9 +99,8 @@ int providers_new(const struct providers_conf *conf, struct providers **out,
 {
     struct providers *p;
 
-    pthread_once(&curl_once, curl_start);
-    if (!curl_ready)
-        return keel_error_set(err, KEEL_EIO, "providers", "libcurl could not start");
+    /* libcurl (and its TLS library) starts at the first remote search,
+     * not here: most pipelines never ask a remote provider. */
     if (!(p = keel_calloc(1, sizeof(*p))))
         return keel_error_set(err, KEEL_ENOMEM, "providers", "out of memory");
     if (copy_conf(&p->conf, conf) || pthread_mutex_init(&p->lock, NULL)) {
@@ -461,6 +460,12 @@ int providers_search(struct providers *p, const struct paper_request *req,
         }
         if (cache_get(p, t->url, &t->body))
             take_body(t, p, 1);
+    }
+    if (n) {
+        pthread_once(&curl_once, curl_start);
+        for (size_t i = 0; i < n && !curl_ready; i++)
+            if (!ts[i].done)
+                fail(&ts[i], "libcurl could not start");
     }
     if ((rc = run_all(ts, n, p, req))) {
         rc = keel_error_set(err, KEEL_ENOMEM, "providers", "out of memory");

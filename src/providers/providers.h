@@ -138,8 +138,8 @@ struct provider_report {
 
 struct providers;   /* the cache and the transfer machinery, shared by searches */
 
-/* Creates a provider set for `conf` (copied). KEEL_ENOMEM, or KEEL_EIO
- * when libcurl cannot start. */
+/* Creates a provider set for `conf` (copied); libcurl starts at the first
+ * remote search. KEEL_ENOMEM. */
 int providers_new(const struct providers_conf *conf, struct providers **out,
                   struct keel_error *err);
 void providers_free(struct providers *p);

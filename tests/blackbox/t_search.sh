@@ -202,3 +202,37 @@ test_search_replays_recorded_answers() {
     expect_json '[.papers[] | .title | length > 0] | all' 'true'
     expect_json '[.papers[] | select(.doi != null) | .doi | startswith("10.")] | all' 'true'
 }
+
+test_chat_finishes_the_turn_through_each_failure() {
+    bodies
+    # A copy of the packs whose OpenAlex gives up after 500 ms, as a
+    # deployment would set it in its pack.
+    mkdir -p "$TMP/packs"
+    cp -R "$root/packs/scholar" "$TMP/packs/"
+    sed -i 's/^    timeout_ms: 8000$/    timeout_ms: 500/' "$TMP/packs/scholar/pack.yaml"
+    grep -q 'timeout_ms: 500' "$TMP/packs/scholar/pack.yaml" || fail "could not set the timeout"
+    export KEEL_PACKS="$TMP/packs" KEEL_NOW=2026-02-07T12:00:00Z
+    n=0
+    for case in "400 text={}|HTTP 400" "404 text={}|HTTP 404" \
+                "429 retry-after=1 text={}|rate limited (HTTP 429) after 3 attempts" \
+                "500 text=oops|HTTP 500" "200 @$TMP/oa.json delay=3000|no answer within 500 ms" \
+                "200 @$TMP/oa.json cut|the answer was cut short" \
+                "200 text={\"results\": [|the answer is not valid OpenAlex JSON"; do
+        n=$((n + 1))
+        spec=${case%%|*}
+        reason=${case#*|}
+        fake_start --route /works --reply "$spec"
+        db="$TMP/failure$n.db"
+        printf 'find recent papers on sleep and social media\n' > "$TMP/in.txt"
+        run "$KEEL" chat --db "$db" --providers openalex --json < "$TMP/in.txt"
+        fake_stop
+        expect_rc 0
+        expect_json '.tools_called' '["search_papers"]'
+        expect_json '.providers[1].status' '"failed"'
+        expect_json ".providers[1].reason | startswith(\"$reason\")" 'true'
+        # the library's papers still answer
+        expect_json '.answer | length > 0' 'true'
+        got=$(sqlite3 "$db" "SELECT count(*) FROM turns, json_each(turns.events) AS e WHERE json_extract(e.value, '\$.user_message') = 'One of the paper sources did not answer; these results come from the others.'")
+        [ "$got" = 1 ] || fail "case $spec: $got user-level failure events"
+    done
+}
