@@ -51,7 +51,8 @@ void fake_http_reset(struct fake_http *f);
 void fake_http_stop(struct fake_http *f);
 
 /* The response body and status of interaction `index` of the cassette
- * at `path` (VCR: interactions[], vcr R: http_interactions[]). Returns a
+ * at `path` (VCR: interactions[], vcr R: http_interactions[]; the body in
+ * response.body.string or response.content). Returns a
  * malloc'd body, or NULL (file missing or not a cassette). */
 char *fake_http_cassette_body(const char *path, size_t index, int *status);
 

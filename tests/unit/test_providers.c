@@ -426,6 +426,130 @@ static struct provider_report one_provider(const struct fake_reply *replies, siz
 
 static const struct paper_request filtered = {"sleep", 2022, 2026, 1, 5};
 
+/* Serves interaction `index` of a recorded cassette on `route` and runs
+ * a search with one provider on; returns that provider's report and
+ * the merged papers. NULL papers when the shared data is absent. */
+static int replay_cassette(const char *rel, size_t index, const char *route, enum provider_id id,
+                           const struct paper_request *req, struct provider_papers *out,
+                           struct provider_report *report)
+{
+    char path[4096];
+    char *body;
+    int status = 0;
+    struct fake_reply reply = {0, NULL, NULL, 0, 0, 0};
+    struct providers *p;
+    struct provider_report reports[PROVIDER_COUNT];
+
+    if (!data_path(path, sizeof(path), rel)) {
+        fprintf(stderr, "skipped: ../shared/data/api_responses is absent\n");
+        return 0;
+    }
+    body = fake_http_cassette_body(path, index, &status);
+    ck_assert_msg(body != NULL, "no body in %s#%zu", rel, index);
+    reply.status = status;
+    reply.body = body;
+    fake_http_route(fake, route, &reply, 1);
+    p = providers_for(id == PROVIDER_OPENALEX, id == PROVIDER_SEMANTICSCHOLAR, NULL);
+    search(p, req, out, reports);
+    *report = reports[id];
+    report->urls = json_incref(report->urls);
+    provider_reports_release(reports);
+    providers_free(p);
+    free(body);
+    return 1;
+}
+
+START_TEST(test_recorded_filtered_openalex_answer)
+{
+    /* openalexPro's answer to filter=…,to_publication_date:2010-01-01:
+     * 200 full Works, every one dated on or before 2010. */
+    struct paper_request req = {"biodiversity finance", 0, 2010, 0, 100};
+    struct provider_papers out;
+    struct provider_report r;
+
+    if (!replay_cassette("openalex_openalexPro/pro_fetch_search_biodiversity_AND_finance.yml", 0,
+                         "/works", PROVIDER_OPENALEX, &req, &out, &r))
+        return;
+    ck_assert_int_eq(r.status, PROVIDER_OK);
+    ck_assert_uint_eq(r.papers, 200);
+    ck_assert_uint_eq(out.n, 100);
+    for (size_t i = 0; i < out.n; i++) {
+        ck_assert_int_gt(out.items[i].year, 1000);
+        ck_assert_int_le(out.items[i].year, 2010);
+        ck_assert(!strncmp(out.items[i].ids[PROVIDER_OPENALEX], "https://openalex.org/W", 22));
+    }
+    ck_assert_str_eq(fake_http_uri(fake, 0),
+                     "/works?search=biodiversity+finance&filter=to_publication_date:2010-12-31"
+                     "&per_page=100");
+    provider_papers_release(&out);
+    json_decref(r.urls);
+}
+END_TEST
+
+START_TEST(test_recorded_semanticscholar_answers)
+{
+    /* The publication-date search (fields=title) gives titled records;
+     * the open-access-PDF search asked for openAccessPdf only, so its
+     * records have no title and are skipped, not errors. */
+    struct paper_request req = {"turing", 2024, 2024, 0, 50};
+    struct provider_papers out;
+    struct provider_report r;
+
+    if (!replay_cassette("semanticscholar/test_search_paper_publication_date_or_year.yaml", 2,
+                         "/graph/v1/paper/search", PROVIDER_SEMANTICSCHOLAR, &req, &out, &r))
+        return;
+    ck_assert_int_eq(r.status, PROVIDER_OK);
+    ck_assert_uint_gt(r.papers, 10);
+    /* fields=title only: no years, so the year filter keeps none */
+    ck_assert_uint_eq(out.n, 0);
+    provider_papers_release(&out);
+    json_decref(r.urls);
+
+    fake_http_reset(fake);
+    req.year_from = req.year_to = 0;
+    req.open_access = 1;
+    ck_assert(replay_cassette("semanticscholar/test_search_paper_open_access_pdf.yaml", 0,
+                              "/graph/v1/paper/search", PROVIDER_SEMANTICSCHOLAR, &req, &out, &r));
+    ck_assert_int_eq(r.status, PROVIDER_OK);
+    ck_assert_uint_eq(r.papers, 0);
+    ck_assert_str_eq(fake_http_uri(fake, 0),
+                     "/graph/v1/paper/search?query=turing&openAccessPdf=&limit=100&fields=title,"
+                     "abstract,year,venue,journal,authors,externalIds,url,isOpenAccess,"
+                     "openAccessPdf");
+    provider_papers_release(&out);
+    json_decref(r.urls);
+
+    /* The recorded 400 of a bad field is a failure with its status. */
+    fake_http_reset(fake);
+    ck_assert(replay_cassette("semanticscholar/test_bad_query_parameters.yaml", 0,
+                              "/graph/v1/paper/search", PROVIDER_SEMANTICSCHOLAR, &req, &out, &r));
+    ck_assert_int_eq(r.status, PROVIDER_FAILED);
+    ck_assert_int_eq(r.http_status, 400);
+    ck_assert_int_eq(r.attempts, 2);   /* the filters were dropped once */
+    provider_papers_release(&out);
+    json_decref(r.urls);
+}
+END_TEST
+
+START_TEST(test_recorded_openalex_filter_error)
+{
+    /* OpenAlex's real answer to a filter it does not know. */
+    struct paper_request req = {"sleep", 2020, 0, 0, 5};
+    struct provider_papers out;
+    struct provider_report r;
+
+    if (!replay_cassette("openalex_openalexPro/opt_filter_names.yml", 0, "/works",
+                         PROVIDER_OPENALEX, &req, &out, &r))
+        return;
+    ck_assert_int_eq(r.status, PROVIDER_FAILED);
+    ck_assert_int_eq(r.http_status, 400);
+    ck_assert_uint_eq(json_array_size(r.urls), 2);
+    ck_assert_ptr_null(strstr(json_string_value(json_array_get(r.urls, 1)), "filter="));
+    provider_papers_release(&out);
+    json_decref(r.urls);
+}
+END_TEST
+
 START_TEST(test_filter_rejected_is_retried_without_filters)
 {
     struct fake_reply replies[] = {
@@ -725,6 +849,9 @@ Suite *suite_providers(void)
     tcase_set_timeout(net, 20);
     tcase_add_test(net, test_fan_out_merge_and_dedupe);
     tcase_add_test(net, test_real_answers_through_the_server);
+    tcase_add_test(net, test_recorded_filtered_openalex_answer);
+    tcase_add_test(net, test_recorded_semanticscholar_answers);
+    tcase_add_test(net, test_recorded_openalex_filter_error);
     tcase_add_test(net, test_filter_rejected_is_retried_without_filters);
     tcase_add_test(net, test_not_found_fails_the_provider_only);
     tcase_add_test(net, test_rate_limit_waits_for_retry_after);
