@@ -15,10 +15,12 @@
  * (\&, \%, \_) their characters, `--` an en dash, `~` a space, other
  * commands (\emph) only their argument.
  *
- * Caps: a value of at most 64 KiB, 512 fields per entry, 1,024 macros,
- * braces nested at most 32 deep. An entry that breaks the grammar or a
- * cap is reported with its line and skipped; reading goes on at the next
- * `@`.
+ * Values must be UTF-8. Caps: a value of at most 64 KiB, 512 fields per
+ * entry, 1,024 macros, braces nested at most 32 deep. An entry that
+ * breaks the grammar, a cap or UTF-8 is reported with its line and
+ * skipped; reading goes on at the next line that starts with `@`. An `@`
+ * not followed by a type and `{` or `(` is text, not an entry. URLs and
+ * DOIs keep their characters (only braces and \_ \% \& \# \~ are undone).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -28,6 +30,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "ingest/ingest.h"
+#include "text/utf8.h"
 
 #define VALUE_MAX  (64 * 1024)
 #define FIELDS_MAX 512
@@ -204,6 +207,14 @@ static const char *accent_target(const char *p, char *letter)
 {
     while (*p == ' ')
         p++;
+    if (*p == '{' && p[1] == '}') {   /* \'{} : nothing to accent */
+        *letter = '\0';
+        return p + 2;
+    }
+    if (*p == '{' && p[1] == '\\' && p[2] == 'i' && p[3] == '}') {   /* \"{\i} */
+        *letter = 'i';
+        return p + 4;
+    }
     if (*p == '{' && p[1] && p[2] == '}') {
         *letter = p[1];
         return p + 3;
@@ -242,7 +253,7 @@ static int latex_to_text(const char *raw, struct keel_buf *out)
                 char letter;
                 p = accent_target(p + 2, &letter);
                 one[0] = letter;
-                emit = one;
+                emit = one;   /* "" when there was no letter */
                 for (size_t i = 0; i < sizeof(accents) / sizeof(accents[0]); i++)
                     if (accents[i].accent == accent && accents[i].letter == letter)
                         emit = accents[i].utf8;
@@ -285,6 +296,30 @@ static int latex_to_text(const char *raw, struct keel_buf *out)
 }
 
 /* ---- entries into records ---------------------------------------------- */
+
+/* Adds `key` = `raw` with only braces removed and \_ \% \& \# \~ \$
+ * unescaped: URLs and DOIs keep their ~ and --. */
+static int set_verbatim(json_t *record, const char *key, const char *raw)
+{
+    struct keel_buf text;
+    int rc = KEEL_OK;
+
+    if (!raw)
+        return KEEL_OK;
+    keel_buf_init(&text, VALUE_MAX);
+    for (const char *p = raw; *p && !rc; p++) {
+        if (*p == '{' || *p == '}')
+            continue;
+        if (*p == '\\' && p[1] && strchr("_%&#~$", p[1]))
+            p++;
+        if (!isspace((unsigned char)*p))
+            rc = keel_buf_addc(&text, *p);
+    }
+    if (!rc && text.len && json_object_set_new(record, key, json_string(text.data)))
+        rc = KEEL_ENOMEM;
+    keel_buf_release(&text);
+    return rc;
+}
 
 /* Adds `key` = plain text of `raw` to `record` when not empty. */
 static int set_text(json_t *record, const char *key, const char *raw)
@@ -362,7 +397,8 @@ static int add_authors(json_t *record, const char *raw)
                 s++;
             while (e > s && isspace((unsigned char)e[-1]))
                 e--;
-            if (e > s && strncasecmp(s, "others", 6) && (rc = add_name(authors, s, (size_t)(e - s))))
+            if (e > s && !(e - s == 6 && !strncasecmp(s, "others", 6)) &&
+                (rc = add_name(authors, s, (size_t)(e - s))))
                 break;
             if (!*p)
                 break;
@@ -397,8 +433,9 @@ static json_t *entry_record(const json_t *fields, const char *type, const char *
         year = field(fields, "date");   /* biblatex: 2021-05-01 */
     if (!record || set_text(record, "title", field(fields, "title")) ||
         set_text(record, "abstract", field(fields, "abstract")) ||
-        set_text(record, "venue", venue) || set_text(record, "doi", field(fields, "doi")) ||
-        set_text(record, "url", field(fields, "url")) || add_authors(record, field(fields, "author")))
+        set_text(record, "venue", venue) || set_verbatim(record, "doi", field(fields, "doi")) ||
+        set_verbatim(record, "url", field(fields, "url")) ||
+        add_authors(record, field(fields, "author")))
         goto nomem;
     if (year) {
         size_t k = 0;
@@ -430,11 +467,13 @@ static int read_entry(struct bib *b, json_t **record)
     int rc = KEEL_OK;
 
     *record = NULL;
+    /* An @ not followed by "type {" or "type (" is text between entries
+     * (an e-mail address in a comment), not a broken entry. */
     if (read_name(b, type, sizeof(type)))
-        return fail(b, "an @ is not followed by an entry type");
+        return KEEL_OK;
     skip_space(b);
     if (peek(b) != '{' && peek(b) != '(')
-        return fail(b, "an entry type is not followed by { or (");
+        return KEEL_OK;
     close = peek(b) == '{' ? '}' : ')';
     advance(b);
     if (!strcmp(type, "comment") || !strcmp(type, "preamble"))
@@ -449,7 +488,7 @@ static int read_entry(struct bib *b, json_t **record)
                 key[len++] = peek(b);
             advance(b);
         }
-        key[len] = '\0';
+        key[utf8_valid_prefix(key, len)] = '\0';   /* never half a character */
         skip_space(b);
         if (peek(b) == ',')
             advance(b);
@@ -481,6 +520,10 @@ static int read_entry(struct bib *b, json_t **record)
         keel_buf_reset(&value);
         if ((rc = read_value(b, &value)))
             break;
+        if (utf8_valid_prefix(value.data, value.len) != value.len || memchr(value.data, 0, value.len)) {
+            rc = fail(b, "a value is not UTF-8 text (convert the file to UTF-8)");
+            break;
+        }
         if (++n_fields > FIELDS_MAX) {
             rc = fail(b, "an entry has more than 512 fields");
             break;
@@ -540,10 +583,23 @@ int ingest_bibtex(const char *text, size_t n, ingest_bibtex_each each, void *ctx
             rc = keel_error_set(err, KEEL_ENOMEM, "bibtex", "out of memory");
             break;
         }
-        if (entry_rc)
+        if (entry_rc) {
             rc = each(NULL, line, b.why, ctx);
-        else if (record)
+            /* Go on at the next line that starts with @: an @ inside the
+             * broken entry's text is not an entry. */
+            while (!at_end(&b)) {
+                size_t k = b.pos;
+                if (b.text[k] == '\n') {
+                    for (k++; k < b.n && (b.text[k] == ' ' || b.text[k] == '\t'); k++)
+                        ;
+                    if (k < b.n && b.text[k] == '@')
+                        break;
+                }
+                advance(&b);
+            }
+        } else if (record) {
             rc = each(record, line, NULL, ctx);
+        }
         json_decref(record);
     }
     json_decref(b.macros);

@@ -324,6 +324,15 @@ static long count_entries(const char *text, size_t n)
     return entries;
 }
 
+static long count_newlines(const char *text, size_t n)
+{
+    long lines = 0;
+
+    for (size_t k = 0; k < n; k++)
+        lines += text[k] == '\n';
+    return lines;
+}
+
 static long count_lines(const char *text, size_t n)
 {
     long lines = 0;
@@ -361,10 +370,12 @@ int ingest_papers_file(struct store *store, const char *path, const struct inges
                             text.data[i] == '\r' || text.data[i] == '\t'))
         i++;
     if (is_bibtex(path, text.data + i, text.len - i)) {
+        /* From the top (after a byte-order mark), so lines count right. */
+        size_t from = text.len >= 3 && !memcmp(text.data, "\xef\xbb\xbf", 3) ? 3 : 0;
         struct bib_ctx ctx = {store, path, source, out, stats, err, &bar};
         progress_start(&bar, out ? out->progress : NULL, "papers",
-                       count_entries(text.data + i, text.len - i));
-        rc = ingest_bibtex(text.data + i, text.len - i, put_bibtex, &ctx, err);
+                       count_entries(text.data + from, text.len - from));
+        rc = ingest_bibtex(text.data + from, text.len - from, put_bibtex, &ctx, err);
         progress_done(&bar);
         goto out;
     }
@@ -399,7 +410,7 @@ int ingest_papers_file(struct store *store, const char *path, const struct inges
 lines:
     /* JSON lines: one record per line; a bad line is skipped. */
     progress_start(&bar, out ? out->progress : NULL, "papers", count_lines(text.data, text.len));
-    for (long line = 1; i < text.len; line++) {
+    for (long line = 1 + count_newlines(text.data, i); i < text.len; line++) {
         char *end = memchr(text.data + i, '\n', text.len - i);
         size_t len = end ? (size_t)(end - (text.data + i)) : text.len - i;
         struct keel_error line_err;

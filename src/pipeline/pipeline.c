@@ -201,6 +201,12 @@ static int check_request(const struct pipeline *pl, const struct turn_request *r
     *role = req->role ? pack_role_index(pl->pack, req->role) : pl->pack->default_role;
     if (*role < 0)
         return pipeline_check_role(pl, req->role, err);
+    if (req->correlation_id && *req->correlation_id &&
+        !keel_id_valid(req->correlation_id, "turn"))
+        return keel_error_set(err, KEEL_EINVAL, "correlation_id", "is not a turn id");
+    if (req->new_conversation_id && *req->new_conversation_id &&
+        !keel_id_valid(req->new_conversation_id, "conv"))
+        return keel_error_set(err, KEEL_EINVAL, "conversation_id", "is not a conversation id");
     if (id && *id) {
         n = strlen(id);
         if (n > 128)
@@ -276,7 +282,10 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
         return rc;
     t.now = req->now_ms ? req->now_ms : keel_clock_now();
     t.alloc_failures = keel_alloc_failures();
-    keel_id_new("turn", t.correlation_id, sizeof(t.correlation_id));
+    if (req->correlation_id && *req->correlation_id)
+        snprintf(t.correlation_id, sizeof(t.correlation_id), "%s", req->correlation_id);
+    else
+        keel_id_new("turn", t.correlation_id, sizeof(t.correlation_id));
     if (state_init(&t.state, &pl->cfg) || !(t.deltas = json_array()) ||
         !(t.events = json_array()) || !(t.tools_called = json_array()) ||
         !(t.tool_args = json_object()) || !(t.sources = json_array())) {

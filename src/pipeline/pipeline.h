@@ -55,6 +55,10 @@ struct turn_request {
     int64_t now_ms;                    /* 0: keel_clock_now() */
     pipeline_event_fn on_event;        /* may be NULL */
     void *event_ctx;
+    const char *new_conversation_id;   /* a new conversation's id, named by the caller before
+                                        * the turn runs (keel_id_new("conv")); NULL: a fresh one */
+    const char *correlation_id;        /* the turn's id, named by the caller (keel_id_new("turn"));
+                                        * NULL: a fresh one */
 };
 
 struct pipeline;

@@ -39,6 +39,10 @@ int stage_load(struct turn *t, struct keel_error *err)
         snprintf(t->conversation_id, sizeof(t->conversation_id), "%s", id);
         if ((rc = load_existing(t, id, err)))
             return rc;
+    } else if (t->req->new_conversation_id && *t->req->new_conversation_id) {
+        snprintf(t->conversation_id, sizeof(t->conversation_id), "%s",
+                 t->req->new_conversation_id);
+        t->seq = 1;
     } else {
         keel_id_new("conv", t->conversation_id, sizeof(t->conversation_id));
         t->seq = 1;

@@ -319,7 +319,7 @@ static int with_providers(const struct tool_env *env, const struct paper_query *
 {
     struct paper_request req = {query, q->year_from, q->year_to, q->open_access_only,
                                 count < PROVIDER_LIMIT_MAX ? count : PROVIDER_LIMIT_MAX};
-    struct provider_papers local, merged = {0};
+    struct provider_papers local = {0}, merged = {0};
     struct provider_report reports[PROVIDER_COUNT];
     json_t *list = json_array(), *story = json_array();
     int rc;

@@ -103,14 +103,19 @@ int providers_conf_enable(struct providers_conf *conf, const char *names, struct
     if (strcmp(names, "none")) {
         while (*p) {
             const char *end = strchr(p, ',');
-            size_t n = end ? (size_t)(end - p) : strlen(p);
+            size_t n = end ? (size_t)(end - p) : strlen(p), skip = 0;
             char name[32];
             int id;
 
-            if (n >= sizeof(name))
-                n = sizeof(name) - 1;
-            memcpy(name, p, n);
-            name[n] = '\0';
+            while (skip < n && (p[skip] == ' ' || p[skip] == '\t'))
+                skip++;
+            while (n > skip && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+                n--;
+            if (n - skip >= sizeof(name))
+                n = skip + sizeof(name) - 1;
+            memcpy(name, p + skip, n - skip);
+            name[n - skip] = '\0';
+            n = end ? (size_t)(end - p) : strlen(p);
             id = provider_find(name);
             if (id <= PROVIDER_LOCAL)
                 return keel_error_set(err, KEEL_EINVAL, "providers",

@@ -196,8 +196,10 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 {
     struct transfer *t = arg;
 
-    if (keel_buf_add(&t->body, data, size * n)) {
-        t->too_big = 1;
+    int rc = keel_buf_add(&t->body, data, size * n);
+
+    if (rc) {
+        t->too_big = rc == KEEL_ETOOBIG ? 1 : -1;   /* -1: out of memory */
         return 0;   /* libcurl stops with CURLE_WRITE_ERROR */
     }
     return size * n;
@@ -277,8 +279,11 @@ static void take_body(struct transfer *t, struct providers *p, int from_cache)
     t->done = 1;
     if (rc) {
         char why[200];
-        snprintf(why, sizeof(why), "the answer is not valid %s JSON: %.150s",
-                 provider_label(t->id), err.message);
+        if (rc == KEEL_ENOMEM)
+            snprintf(why, sizeof(why), "out of memory reading the answer");
+        else
+            snprintf(why, sizeof(why), "the answer is not valid %s JSON: %.150s",
+                     provider_label(t->id), err.message);
         provider_papers_release(&t->papers);
         fail(t, why);
         return;
@@ -311,7 +316,9 @@ static int finish(struct transfer *t, struct providers *p, const struct paper_re
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
     t->report->http_status = status;
     if (code != CURLE_OK) {
-        if (t->too_big || code == CURLE_FILESIZE_EXCEEDED)
+        if (t->too_big < 0)
+            snprintf(why, sizeof(why), "out of memory reading the answer");
+        else if (t->too_big || code == CURLE_FILESIZE_EXCEEDED)
             snprintf(why, sizeof(why), "the answer is larger than %ld bytes",
                      p->conf.max_response_bytes);
         else if (code == CURLE_OPERATION_TIMEDOUT)
@@ -341,7 +348,7 @@ static int finish(struct transfer *t, struct providers *p, const struct paper_re
         if (status == 429 &&
             curl_easy_getinfo(t->easy, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK &&
             retry_after > 0)
-            wait = retry_after * 1000 > p->conf.max_backoff_ms ? p->conf.max_backoff_ms
+            wait = retry_after > p->conf.max_backoff_ms / 1000 ? p->conf.max_backoff_ms
                                                               : (long)retry_after * 1000;
         t->retries_left--;
         t->due_ms = mono_ms() + wait;
@@ -361,10 +368,16 @@ static int run_all(struct transfer *ts, size_t n, struct providers *p,
                    const struct paper_request *req)
 {
     CURLM *multi = curl_multi_init();
+    long budget = p->conf.max_backoff_ms;
+    int64_t deadline;
     int rc = KEEL_OK;
 
     if (!multi)
         return KEEL_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (2 * p->conf.p[ts[i].id].timeout_ms + p->conf.max_backoff_ms > budget)
+            budget = 2 * p->conf.p[ts[i].id].timeout_ms + p->conf.max_backoff_ms;
+    deadline = mono_ms() + budget;
     for (;;) {
         int64_t now = mono_ms(), next = -1;
         int running = 0, pending = 0, left;
@@ -374,10 +387,15 @@ static int run_all(struct transfer *ts, size_t n, struct providers *p,
             struct transfer *t = &ts[i];
             if (t->done || t->active)
                 continue;
+            if (t->due_ms > deadline) {   /* a retry would start too late */
+                char why[120];
+                snprintf(why, sizeof(why), "gave up: no answer within the search's %ld ms",
+                         budget);
+                fail(t, why);
+                continue;
+            }
             if (t->due_ms <= now)
                 rc = start(t, p, multi);
-            else if (next < 0 || t->due_ms < next)
-                next = t->due_ms;
             pending = 1;
         }
         for (size_t i = 0; i < n; i++)
@@ -395,10 +413,14 @@ static int run_all(struct transfer *ts, size_t n, struct providers *p,
             }
         if (rc)
             break;
+        for (size_t i = 0; i < n; i++)   /* after finish(): a retry may now be waiting */
+            if (!ts[i].done && !ts[i].active && (next < 0 || ts[i].due_ms < next))
+                next = ts[i].due_ms;
         {
             int wait = 100;
-            if (next >= 0 && next - mono_ms() < wait)
-                wait = next - mono_ms() > 0 ? (int)(next - mono_ms()) : 0;
+            now = mono_ms();
+            if (next >= 0 && next - now < wait)
+                wait = next - now > 0 ? (int)(next - now) : 0;
             if (running)
                 curl_multi_poll(multi, NULL, 0, wait, NULL);
             else if (wait > 0) {
@@ -429,6 +451,12 @@ int providers_search(struct providers *p, const struct paper_request *req,
     memset(reports, 0, sizeof(reports[0]) * PROVIDER_COUNT);
     memset(ts, 0, sizeof(ts));
     memset(lists, 0, sizeof(lists));
+    if (local) {   /* moved out whatever happens */
+        reports[PROVIDER_LOCAL].status = PROVIDER_OK;
+        reports[PROVIDER_LOCAL].papers = local->n;
+        lists[n_lists++] = *local;
+        memset(local, 0, sizeof(*local));
+    }
     if (!req->query || !*req->query)
         rc = keel_error_set(err, KEEL_EINVAL, "query", "is required");
     else if (req->year_from && req->year_to && req->year_from > req->year_to)
@@ -438,12 +466,6 @@ int providers_search(struct providers *p, const struct paper_request *req,
                             PROVIDER_LIMIT_MAX);
     if (rc)
         goto out;
-    if (local) {
-        reports[PROVIDER_LOCAL].status = PROVIDER_OK;
-        reports[PROVIDER_LOCAL].papers = local->n;
-        lists[n_lists++] = *local;
-        memset(local, 0, sizeof(*local));
-    }
     for (int i = PROVIDER_LOCAL + 1; i < PROVIDER_COUNT; i++) {
         struct transfer *t;
         if (!p->conf.p[i].enabled)
@@ -472,7 +494,7 @@ int providers_search(struct providers *p, const struct paper_request *req,
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        lists[n_lists++] = ts[i].papers;
+        lists[n_lists++] = ts[i].papers;   /* after the library's */
         memset(&ts[i].papers, 0, sizeof(ts[i].papers));
     }
     if (provider_papers_merge(lists, n_lists, req, out))

@@ -65,17 +65,18 @@ static int by_position(const void *a, const void *b)
 
 #define ABSTRACT_WORDS_MAX 20000   /* positions beyond this are not an abstract */
 
-char *provider_abstract_from_index(const json_t *index)
+int provider_abstract_from_index(const json_t *index, char **out)
 {
     struct placed *placed = NULL;
     size_t n = 0, cap = 0;
     struct keel_buf text;
     const char *word;
     json_t *positions;
-    char *out = NULL;
+    int rc = KEEL_OK;
 
+    *out = NULL;
     if (!json_is_object(index) || !json_object_size(index))
-        return NULL;
+        return KEEL_OK;
     keel_buf_init(&text, 256 * 1024);
     json_object_foreach((json_t *)index, word, positions) {
         json_t *pos;
@@ -90,8 +91,10 @@ char *provider_abstract_from_index(const json_t *index)
             if (n == cap) {
                 size_t grown = cap ? cap * 2 : 256;
                 struct placed *p = keel_realloc(placed, grown * sizeof(*p));
-                if (!p)
+                if (!p) {
+                    rc = KEEL_ENOMEM;
                     goto out;
+                }
                 placed = p;
                 cap = grown;
             }
@@ -105,11 +108,12 @@ char *provider_abstract_from_index(const json_t *index)
     for (size_t i = 0; i < n; i++)
         if ((i && keel_buf_addc(&text, ' ')) || keel_buf_adds(&text, placed[i].word))
             break;   /* at the cap: keep what fits */
-    out = keel_buf_detach(&text, NULL);
+    if (!(*out = keel_buf_detach(&text, NULL)))
+        rc = KEEL_ENOMEM;
 out:
     keel_buf_release(&text);
     keel_free(placed);
-    return out;
+    return rc;
 }
 
 static const char *string_at(const json_t *obj, const char *key)
@@ -153,10 +157,8 @@ static int work_to_paper(const json_t *work, struct provider_paper *p)
         provider_strdup(&p->url, url) || provider_strdup(&p->pdf_url, pdf) ||
         provider_strdup(&p->ids[PROVIDER_OPENALEX], string_at(work, "id")))
         return KEEL_ENOMEM;
-    if (json_object_get(work, "abstract_inverted_index") &&
-        !json_is_null(json_object_get(work, "abstract_inverted_index")) &&
-        !(p->abstract = provider_abstract_from_index(json_object_get(work, "abstract_inverted_index"))) &&
-        json_object_size(json_object_get(work, "abstract_inverted_index")))
+    if (provider_abstract_from_index(json_object_get(work, "abstract_inverted_index"),
+                                     &p->abstract))
         return KEEL_ENOMEM;
     if (!(p->authors = json_array()))
         return KEEL_ENOMEM;

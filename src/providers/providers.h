@@ -114,8 +114,9 @@ int provider_parse(enum provider_id id, const char *body, size_t len, struct pro
                    struct keel_error *err);
 
 /* OpenAlex's abstract_inverted_index ({"word": [positions]}) as text,
- * words in position order; NULL when absent or unusable. */
-char *provider_abstract_from_index(const json_t *index);
+ * words in position order, into *out; *out NULL when the index is absent
+ * or holds no usable position. KEEL_ENOMEM when out of memory. */
+int provider_abstract_from_index(const json_t *index, char **out);
 
 /* ---- the search ---------------------------------------------------------- */
 

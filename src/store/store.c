@@ -190,6 +190,14 @@ int store_list_turns(struct store *store, const char *id, json_t **out, struct k
     return rc ? rc : store->ops->list_turns(store, id, out, err);
 }
 
+int store_get_turn(struct store *store, const char *correlation_id, json_t **out,
+                   struct keel_error *err)
+{
+    if (!correlation_id || !*correlation_id || strlen(correlation_id) > 128)
+        return keel_error_set(err, KEEL_EINVAL, "correlation_id", "must be 1 to 128 bytes");
+    return store->ops->get_turn(store, correlation_id, out, err);
+}
+
 void store_conversation_release(struct store_conversation *conv)
 {
     keel_free(conv->id);

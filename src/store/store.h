@@ -183,6 +183,8 @@ struct store_ops {
                      struct keel_error *err);
     int (*metrics)(struct store *store, json_t **out, struct keel_error *err);
     int (*list_turns)(struct store *store, const char *id, json_t **out, struct keel_error *err);
+    int (*get_turn)(struct store *store, const char *correlation_id, json_t **out,
+                    struct keel_error *err);
 };
 
 /* Every backend's struct starts with this. */
@@ -237,6 +239,14 @@ int store_metrics(struct store *store, json_t **out, struct keel_error *err);
  * {turn, ts, user, assistant, clarification}; KEEL_ENOTFOUND when there
  * is no such conversation. */
 int store_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err);
+
+/* The stored turn whose correlation id is `correlation_id`, as a new JSON
+ * object {conversation_id, turn, ts, correlation_id, user, assistant,
+ * clarification, state, events, sources, decision} (state, events,
+ * sources and decision as JSON values, not text); KEEL_ENOTFOUND when no
+ * turn has that id. */
+int store_get_turn(struct store *store, const char *correlation_id, json_t **out,
+                   struct keel_error *err);
 
 /* Frees what a conversation owns. */
 void store_conversation_release(struct store_conversation *conv);

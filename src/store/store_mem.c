@@ -722,6 +722,12 @@ static int mem_list_turns(struct store *store, const char *id, json_t **out,
     return mem_conv_list(((struct store_mem *)store)->conv, id, out, err);
 }
 
+static int mem_get_turn(struct store *store, const char *correlation_id, json_t **out,
+                        struct keel_error *err)
+{
+    return mem_conv_get_turn(((struct store_mem *)store)->conv, correlation_id, out, err);
+}
+
 static const struct store_ops mem_ops = {
     .name = "mem",
     .close = mem_close,
@@ -734,6 +740,7 @@ static const struct store_ops mem_ops = {
     .save_turn = mem_save_turn,
     .metrics = mem_metrics,
     .list_turns = mem_list_turns,
+    .get_turn = mem_get_turn,
 };
 
 /* Opens an empty in-memory store into *out; close it with store_close(),

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/json.h"
 #include "store/store_mem_int.h"
 
 struct mem_conversations {
@@ -195,4 +196,54 @@ int mem_conv_list(const struct mem_conversations *conv, const char *id, json_t *
     }
     *out = list;
     return KEEL_OK;
+}
+
+/* Sets obj[key] to the JSON value of the stored text obj_in[key]. */
+static int parsed_into(json_t *obj, const char *key, const json_t *stored, struct keel_error *err)
+{
+    const char *text = json_string_value(json_object_get(stored, key));
+    json_t *value = NULL;
+
+    if (text && keel_json_parse(text, strlen(text), strlen(text) + 1, key, &value, err))
+        return err->code;
+    if (json_object_set_new(obj, key, value ? value : json_null()))
+        return keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory");
+    return KEEL_OK;
+}
+
+int mem_conv_get_turn(const struct mem_conversations *conv, const char *correlation_id,
+                      json_t **out, struct keel_error *err)
+{
+    const char *id;
+    json_t *c, *turn;
+    size_t i;
+
+    if (conv)
+        json_object_foreach(conv->by_id, id, c)
+            json_array_foreach(json_object_get(c, "list"), i, turn) {
+                json_t *t;
+                int rc;
+                if (strcmp(json_string_value(json_object_get(turn, "correlation_id")),
+                           correlation_id))
+                    continue;
+                t = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "conversation_id", id, "turn",
+                              json_object_get(turn, "turn"), "ts", json_object_get(turn, "ts"),
+                              "clarification", json_object_get(turn, "clarification"), "user",
+                              json_object_get(turn, "user"), "assistant",
+                              json_object_get(turn, "assistant"), "correlation_id",
+                              json_object_get(turn, "correlation_id"));
+                if (!t)
+                    return keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory");
+                if ((rc = parsed_into(t, "state", turn, err)) ||
+                    (rc = parsed_into(t, "events", turn, err)) ||
+                    (rc = parsed_into(t, "sources", turn, err)) ||
+                    (rc = parsed_into(t, "decision", turn, err))) {
+                    json_decref(t);
+                    return rc;
+                }
+                *out = t;
+                return KEEL_OK;
+            }
+    return keel_error_set(err, KEEL_ENOTFOUND, "correlation_id", "no turn \"%s\"",
+                          correlation_id);
 }

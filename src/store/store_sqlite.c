@@ -974,6 +974,7 @@ static const struct store_ops sqlite_ops = {
     .save_turn = sqlite_save_turn,
     .metrics = sqlite_metrics,
     .list_turns = sqlite_list_turns,
+    .get_turn = sqlite_get_turn,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

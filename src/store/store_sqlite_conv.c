@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/json.h"
 #include "store/store_sqlite_int.h"
 
 #define BIND_TEXT(stmt, i, s) sqlite3_bind_text((stmt), (i), (s), -1, SQLITE_STATIC)
@@ -207,6 +208,66 @@ static int add_turn(sqlite3_stmt *stmt, json_t *list)
                              sqlite3_column_int(stmt, 2));
 
     return !turn || json_array_append_new(list, turn);
+}
+
+/* Parses a stored JSON text column into `obj`[key]; KEEL_ENOMEM (a
+ * column that is not JSON is reported as KEEL_EIO). */
+static int set_parsed(json_t *obj, const char *key, sqlite3_stmt *stmt, int col,
+                      struct keel_error *err)
+{
+    const char *text = (const char *)sqlite3_column_text(stmt, col);
+    json_t *value = NULL;
+    int rc;
+
+    if (!text)
+        return json_object_set_new(obj, key, json_null())
+                   ? keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory")
+                   : KEEL_OK;
+    if ((rc = keel_json_parse(text, strlen(text), (size_t)sqlite3_column_bytes(stmt, col) + 1,
+                              key, &value, err)))
+        return rc == KEEL_ENOMEM ? rc : keel_error_set(err, KEEL_EIO, key, "stored %s is not JSON", key);
+    return json_object_set_new(obj, key, value)
+               ? keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory")
+               : KEEL_OK;
+}
+
+int sqlite_get_turn(struct store *store, const char *correlation_id, json_t **out,
+                    struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    sqlite3_stmt *stmt;
+    json_t *turn = NULL;
+    int rc, step;
+
+    if ((rc = sqlite_connection_ready(st, err)))
+        return rc;
+    stmt = st->stmt[ST_TURN_GET];
+    BIND_TEXT(stmt, 1, correlation_id);
+    step = sqlite3_step(stmt);
+    if (step == SQLITE_DONE) {
+        rc = keel_error_set(err, KEEL_ENOTFOUND, "correlation_id", "no turn \"%s\"",
+                            correlation_id);
+    } else if (step != SQLITE_ROW) {
+        rc = sqlite_fail(st, step, "reading a turn", err);
+    } else if (!(turn = json_pack("{s:s?,s:i,s:I,s:b,s:s?,s:s?,s:s?}", "conversation_id",
+                                  (const char *)sqlite3_column_text(stmt, 0), "turn",
+                                  sqlite3_column_int(stmt, 1), "ts",
+                                  (json_int_t)sqlite3_column_int64(stmt, 2), "clarification",
+                                  sqlite3_column_int(stmt, 3), "user",
+                                  (const char *)sqlite3_column_text(stmt, 4), "assistant",
+                                  (const char *)sqlite3_column_text(stmt, 5), "correlation_id",
+                                  (const char *)sqlite3_column_text(stmt, 10)))) {
+        rc = keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory");
+    } else if (!(rc = set_parsed(turn, "state", stmt, 6, err)) &&
+               !(rc = set_parsed(turn, "events", stmt, 7, err)) &&
+               !(rc = set_parsed(turn, "sources", stmt, 8, err)) &&
+               !(rc = set_parsed(turn, "decision", stmt, 9, err))) {
+        *out = turn;
+        turn = NULL;
+    }
+    json_decref(turn);
+    sqlite_stmt_done(stmt);
+    return rc;
 }
 
 int sqlite_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err)

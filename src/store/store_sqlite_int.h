@@ -45,6 +45,7 @@ enum stmt_id {
     ST_METRIC_ADD,
     ST_METRICS,
     ST_TURNS_LIST,
+    ST_TURN_GET,
     ST_COUNT
 };
 
@@ -107,5 +108,7 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
                      struct keel_error *err);
 int sqlite_metrics(struct store *store, json_t **out, struct keel_error *err);
 int sqlite_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err);
+int sqlite_get_turn(struct store *store, const char *correlation_id, json_t **out,
+                    struct keel_error *err);
 
 #endif

@@ -119,6 +119,8 @@ const struct migration sqlite_migrations[] = {
      " FOREIGN KEY (conversation_id, turn_seq) REFERENCES turns(conversation_id, seq))"
      " WITHOUT ROWID;"
      "CREATE TABLE metrics (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"},
+    /* 4: a turn found by its correlation id (the HTTP API's handle). */
+    {4, "CREATE UNIQUE INDEX turns_correlation ON turns(correlation_id);"},
 };
 
 const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0]);
@@ -207,4 +209,14 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
                       " JOIN messages AS a ON a.conversation_id = t.conversation_id"
                       "  AND a.turn_seq = t.seq AND a.role = 'assistant'"
                       " WHERE t.conversation_id = ?1 ORDER BY t.seq",
+    [ST_TURN_GET] = "SELECT t.conversation_id, t.seq, t.created_at, t.clarification, u.text, a.text,"
+                    " t.state_after, t.events, t.sources, d.decision, t.correlation_id"
+                    " FROM turns AS t"
+                    " JOIN messages AS u ON u.conversation_id = t.conversation_id"
+                    "  AND u.turn_seq = t.seq AND u.role = 'user'"
+                    " JOIN messages AS a ON a.conversation_id = t.conversation_id"
+                    "  AND a.turn_seq = t.seq AND a.role = 'assistant'"
+                    " LEFT JOIN decisions AS d ON d.conversation_id = t.conversation_id"
+                    "  AND d.turn_seq = t.seq"
+                    " WHERE t.correlation_id = ?1",
 };

@@ -197,6 +197,8 @@ test_shared_data_corpus() {
 
 test_ingest_bibtex_and_again() {
     cat > "$TMP/refs.bib" <<'BIB'
+
+% two lines before the first entry; line numbers still count from the top
 @string{nat = "Nature"}
 @article{lovelace2020,
   title = {The {Analytical} Engine --- a Review},
@@ -210,7 +212,7 @@ BIB
     run "$KEEL" ingest papers --db "$db" "$TMP/refs.bib"
     expect_rc 0
     expect_out "papers: 2 added, 0 updated, 0 unchanged, 1 skipped"
-    expect_err "refs.bib:7: skipped: a field name is not followed by ="
+    expect_err "refs.bib:9: skipped: a field name is not followed by ="
     got=$(sqlite3 "$db" "SELECT title || '|' || year || '|' || ifnull(venue, '') || '|' || authors FROM papers ORDER BY year")
     expected='The Analytical Engine — a Review|2020|Nature|["Ada Lovelace","Charles Babbage"]
 Señales|2021||["José García"]'

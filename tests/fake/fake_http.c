@@ -48,9 +48,18 @@ struct fake_http {
 
 struct pending {
     struct evhttp_request *req;
-    struct fake_reply reply;   /* strings owned by the route */
+    struct fake_reply reply;   /* body and headers: copies owned here */
     struct fake_http *f;
 };
+
+static void pending_free(struct pending *p)
+{
+    if (!p)
+        return;
+    free((char *)p->reply.body);
+    free((char *)p->reply.headers);
+    free(p);
+}
 
 static char *dup_or_null(const char *s, size_t n)
 {
@@ -64,13 +73,6 @@ static char *dup_or_null(const char *s, size_t n)
         copy[n] = '\0';
     }
     return copy;
-}
-
-static void drop_connection(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    evhttp_connection_free(arg);
 }
 
 /* Forgets a delayed reply that is being sent (loop thread only). */
@@ -109,23 +111,22 @@ static void send_reply(evutil_socket_t fd, short what, void *arg)
     if (!evhttp_find_header(out, "Content-Type"))
         evhttp_add_header(out, "Content-Type", "application/json");
     if (p->reply.cut) {
+        /* Announce more than is sent, then end: the connection closes
+         * (Connection: close) with the body short. */
         char announced[32];
-        struct evhttp_connection *conn = evhttp_request_get_connection(p->req);
         snprintf(announced, sizeof(announced), "%zu", len + 1000);
         evhttp_add_header(out, "Content-Length", announced);
+        evhttp_add_header(out, "Connection", "close");
         evhttp_send_reply_start(p->req, p->reply.status, "Cut");
         evbuffer_add(body, p->reply.body, len / 2);
         evhttp_send_reply_chunk(p->req, body);
-        {
-            struct timeval tv = {0, 50000};
-            event_base_once(p->f->base, -1, EV_TIMEOUT, drop_connection, conn, &tv);
-        }
+        evhttp_send_reply_end(p->req);
     } else {
         evbuffer_add(body, p->reply.body ? p->reply.body : "", len);
         evhttp_send_reply(p->req, p->reply.status, "Scripted", body);
     }
     evbuffer_free(body);
-    free(p);
+    pending_free(p);
 }
 
 static void record(struct fake_http *f, struct evhttp_request *req)
@@ -169,11 +170,15 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (p && best) {
         size_t k = best->served < best->n ? best->served : best->n - 1;
         p->reply = best->replies[k];
+        p->reply.body = dup_or_null(p->reply.body, p->reply.body_len);
+        p->reply.headers = dup_or_null(p->reply.headers,
+                                       p->reply.headers ? strlen(p->reply.headers) : 0);
         best->served++;
     } else if (p) {
+        static const char none[] = "{\"error\": \"no route in the fake server\"}";
         p->reply.status = 404;
-        p->reply.body = "{\"error\": \"no route in the fake server\"}";
-        p->reply.body_len = strlen(p->reply.body);
+        p->reply.body = dup_or_null(none, strlen(none));
+        p->reply.body_len = strlen(none);
     }
     pthread_mutex_unlock(&f->lock);
     if (!p) {
@@ -350,7 +355,7 @@ void fake_http_stop(struct fake_http *f)
     event_active(f->stop, EV_TIMEOUT, 0);
     pthread_join(f->thread, NULL);
     for (size_t i = 0; i < REQUESTS_MAX; i++)
-        free(f->delayed[i]);
+        pending_free(f->delayed[i]);
     event_free(f->tick);
     event_free(f->stop);
     evhttp_free(f->http);

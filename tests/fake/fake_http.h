@@ -5,8 +5,8 @@
  * A test adds routes: a path prefix and a list of replies; the k-th
  * request to a route gets reply k (the last one repeats). A reply has a
  * status, extra header lines, a body, an optional delay before answering
- * and an optional cut: the body is sent chunked and the connection closed
- * before its end. Every request's URI (path and query) and its headers
+ * and an optional cut: a Content-Length longer than the body, half the
+ * body, then the connection closes. Every request's URI (path and query) and its headers
  * are recorded, so a test can assert exactly what keel asked for.
  * Recorded cassettes (VCR YAML of the shared data) give real bodies:
  * fake_http_cassette_body() reads one interaction's response.
@@ -37,7 +37,7 @@ void fake_http_route(struct fake_http *f, const char *prefix, const struct fake_
                      size_t n);
 
 /* How many requests arrived, and the URI and the value of header `name`
- * (NULL when absent) of request `i`. Strings live until stop. */
+ * (NULL when absent) of request `i`. Strings live until reset or stop. */
 size_t fake_http_count(struct fake_http *f);
 const char *fake_http_uri(struct fake_http *f, size_t i);
 const char *fake_http_header(struct fake_http *f, size_t i, const char *name);

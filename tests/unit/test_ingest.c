@@ -155,9 +155,10 @@ START_TEST(test_bibtex_entries)
         "}\n"
         "@inproceedings(garcia21,\n"
         "  title = \"Se{\\~n}ales in Espa{\\~n}a\",\n"
-        "  author = {Garc{\\'\\i}a, Jos{\\'e} and van der Berg, Jr., Jan},\n"
+        "  author = {Garc{\\'\\i}a, Jos{\\'e} and van der Berg, Jr., Jan and Otherson, Mark},\n"
         "  booktitle = {Proceedings of ACL},\n"
         "  date = {2021-05-01},\n"
+        "  url = {http://x.org/~user/a--b\\_c}, doi = {10.1000/a--b},\n"
         ")\n";
     struct bib_seen seen = {json_array(), ""};
     struct keel_error err;
@@ -181,22 +182,27 @@ START_TEST(test_bibtex_entries)
     ck_assert_str_eq(json_string_value(json_array_get(authors, 0)), "Ada Lovelace");
     ck_assert_str_eq(json_string_value(json_array_get(authors, 2)), "Jörg Müller");
     ck_assert_str_eq(str_at(seen.records, 1, "title"), "Señales in España");
+    ck_assert_str_eq(str_at(seen.records, 1, "url"), "http://x.org/~user/a--b_c");
+    ck_assert_str_eq(str_at(seen.records, 1, "doi"), "10.1000/a--b");
     ck_assert_str_eq(str_at(seen.records, 1, "year"), "2021");
     ck_assert_str_eq(str_at(seen.records, 1, "venue"), "Proceedings of ACL");
     authors = json_object_get(json_array_get(seen.records, 1), "author");
     ck_assert_str_eq(json_string_value(json_array_get(authors, 0)), "José García");
     ck_assert_str_eq(json_string_value(json_array_get(authors, 1)), "Jan van der Berg Jr.");
+    ck_assert_str_eq(json_string_value(json_array_get(authors, 2)), "Mark Otherson");
     json_decref(seen.records);
 }
 END_TEST
 
 START_TEST(test_bibtex_broken_entries_are_skipped_with_their_line)
 {
-    const char *bib = "@article{a, title = {One}}\n"
-                      "@article{b, title {Two}}\n"
+    const char *bib = "% written by me@example.org\n"   /* an @ in text: not an entry */
+                      "@article{a, title = {One}}\n"
+                      "@article{b, title {Two}, note = {mail x@y.org}}\n"
                       "@article{c, title = {Three}, author = \"Unclosed }\n"
                       "@book{d, title = {Four}}\n"
                       "@ {no type}\n"
+                      "@misc{f, title = {Caf\xe9 in Latin-1}}\n"
                       "@misc{e, title = {Never closed\n";
     struct bib_seen seen = {json_array(), ""};
     struct keel_error err;
@@ -205,10 +211,10 @@ START_TEST(test_bibtex_broken_entries_are_skipped_with_their_line)
     ck_assert_uint_eq(json_array_size(seen.records), 2);
     ck_assert_str_eq(str_at(seen.records, 0, "title"), "One");
     ck_assert_str_eq(str_at(seen.records, 1, "title"), "Four");
-    ck_assert_str_eq(seen.problems, "2: a field name is not followed by =; "
-                                    "3: a } closes nothing; "
-                                    "5: an @ is not followed by an entry type; "
-                                    "6: a { is never closed; ");
+    ck_assert_str_eq(seen.problems, "3: a field name is not followed by =; "
+                                    "4: a } closes nothing; "
+                                    "7: a value is not UTF-8 text (convert the file to UTF-8); "
+                                    "8: a { is never closed; ");
     json_decref(seen.records);
 }
 END_TEST

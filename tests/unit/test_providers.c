@@ -135,14 +135,18 @@ START_TEST(test_abstract_from_inverted_index)
 {
     json_t *index = json_pack("{s:[i], s:[i,i], s:[i], s:[i]}", "Despite", 0, "growing", 1, 4,
                               "interest", 2, "in", 3);
-    char *text = provider_abstract_from_index(index);
+    char *text = NULL;
 
+    ck_assert_int_eq(provider_abstract_from_index(index, &text), KEEL_OK);
     ck_assert_str_eq(text, "Despite growing interest in growing");
     keel_free(text);
     json_decref(index);
-    index = json_object();
-    ck_assert_ptr_null(provider_abstract_from_index(index));
-    ck_assert_ptr_null(provider_abstract_from_index(NULL));
+    /* no abstract, not an error: empty, absent, or no usable position */
+    index = json_pack("{s:[i,i], s:s}", "far", 20000, -1, "odd", "x");
+    ck_assert_int_eq(provider_abstract_from_index(index, &text), KEEL_OK);
+    ck_assert_ptr_null(text);
+    ck_assert_int_eq(provider_abstract_from_index(NULL, &text), KEEL_OK);
+    ck_assert_ptr_null(text);
     json_decref(index);
 }
 END_TEST

@@ -97,7 +97,7 @@ static struct store_turn_record record_make(const char *id, int seq, struct reco
     snprintf(buf->user, sizeof(buf->user), "question %d", seq);
     snprintf(buf->assistant, sizeof(buf->assistant), "answer %d", seq);
     snprintf(buf->state, sizeof(buf->state), "{\"stage\":\"exploring\",\"turns\":%d}", seq);
-    snprintf(buf->correlation, sizeof(buf->correlation), "turn_%d", seq);
+    snprintf(buf->correlation, sizeof(buf->correlation), "turn_%.24s_%d", id, seq);
     memset(&rec, 0, sizeof(rec));
     rec.conversation_id = id;
     rec.pack = "payer";
@@ -332,6 +332,40 @@ START_TEST(test_conv_list_turns_has_both_messages)
 }
 END_TEST
 
+START_TEST(test_conv_get_turn_by_correlation)
+{
+    struct store *store = store_fresh();
+    struct keel_error err;
+    json_t *t = NULL;
+
+    save_ok(store, "conv_a", 1);
+    save_ok(store, "conv_b", 1);
+    save_ok(store, "conv_a", 2);
+    keel_error_clear(&err);
+    ck_assert_msg(store_get_turn(store, "turn_conv_a_2", &t, &err) == KEEL_OK, "%s", err.message);
+    ck_assert_str_eq(json_string_value(json_object_get(t, "conversation_id")), "conv_a");
+    ck_assert_int_eq(json_integer_value(json_object_get(t, "turn")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(t, "correlation_id")), "turn_conv_a_2");
+    ck_assert_str_eq(json_string_value(json_object_get(t, "user")), "question 2");
+    ck_assert_str_eq(json_string_value(json_object_get(t, "assistant")), "answer 2");
+    ck_assert(json_is_false(json_object_get(t, "clarification")));
+    /* stored texts come back as JSON values */
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(t, "state"), "turns")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(t, "events"), 0), "stage")), "load");
+    ck_assert(json_is_array(json_object_get(t, "sources")));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(t, "decision"), "intent")),
+                     "general");
+    json_decref(t);
+    t = NULL;
+    ck_assert_int_eq(store_get_turn(store, "turn_missing", &t, &err), KEEL_ENOTFOUND);
+    ck_assert_str_eq(err.field, "correlation_id");
+    ck_assert_ptr_null(t);
+    ck_assert_int_eq(store_get_turn(store, "", &t, &err), KEEL_EINVAL);
+    store_close(store);
+}
+END_TEST
+
 START_TEST(test_conv_unknown_ids)
 {
     struct store *store = store_fresh();
@@ -536,6 +570,7 @@ static void add_contract_tests(TCase *tc)
     tcase_add_test(tc, test_conv_stale_seq_is_conflict);
     tcase_add_test(tc, test_conv_metrics_add_up);
     tcase_add_test(tc, test_conv_list_turns_has_both_messages);
+    tcase_add_test(tc, test_conv_get_turn_by_correlation);
     tcase_add_test(tc, test_conv_unknown_ids);
     tcase_add_test(tc, test_conv_argument_errors);
 }
