@@ -6,11 +6,13 @@
 #                             the same unit tests under sanitizers (in build/san)
 #   make bench [BENCH=policy] benchmarks, one JSON object per line
 #   make fuzz [FUZZ_SECONDS=60]  libFuzzer targets under ASan+UBSan (clang)
-#   make run [PACK=payer]     build and run keel's main job (keel chat)
+#   make run [LISTEN=127.0.0.1:8080]  build and run keel's main job: the server
+#                             with its web page (keel serve, loopback, no keys)
+#   make chat [PACK=payer]    a conversation in the terminal (keel chat)
 #
 # Dependencies come from pkg-config only; scripts/install-deps installs them.
 
-PKGS      := jansson yaml-0.1 sqlite3 libcurl
+PKGS      := jansson yaml-0.1 sqlite3 libcurl libevent libevent_pthreads
 CC        ?= cc
 CFLAGS    ?= -O2 -g
 SANITIZE  ?=
@@ -35,7 +37,8 @@ ALL_LDFLAGS := $(SANFLAGS) $(LDFLAGS)
 LIBS      := $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC   := $(sort $(wildcard src/core/*.c src/pack/*.c src/text/*.c src/policy/*.c src/replay/*.c \
-                               src/store/*.c src/ingest/*.c src/pipeline/*.c src/providers/*.c))
+                               src/store/*.c src/ingest/*.c src/pipeline/*.c src/providers/*.c \
+                               src/server/*.c))
 CLI_SRC   := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC  := $(sort $(wildcard tests/unit/*.c) tests/fake/fake_http.c)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
@@ -52,7 +55,7 @@ UNIT      := $(O)/keel-unit
 BENCHBIN  := $(O)/keel-bench
 FAKEHTTP  := $(O)/keel-fake-http
 
-.PHONY: all test test-unit test-replay test-blackbox bench fuzz fuzz-build run clean
+.PHONY: all test test-unit test-replay test-blackbox bench fuzz fuzz-build run chat clean
 
 all: $(KEEL)
 
@@ -69,14 +72,12 @@ $(KEEL): $(CLI_OBJ) $(LIBKEEL)
 
 # The unit tests also link the fake HTTP server of tests/fake (libevent).
 $(O)/obj/tests/unit/%.o: ALL_CFLAGS += $(shell pkg-config --cflags check)
-$(O)/obj/tests/fake/%.o: ALL_CFLAGS += $(shell pkg-config --cflags libevent libevent_pthreads)
 $(UNIT): $(UNIT_OBJ) $(LIBKEEL)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(UNIT_OBJ) $(LIBKEEL) $(shell pkg-config --libs check) \
-	    $(shell pkg-config --libs libevent libevent_pthreads) $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(UNIT_OBJ) $(LIBKEEL) $(shell pkg-config --libs check) $(LIBS)
 
 # The scripted HTTP server of the black-box tests (never part of keel).
 $(FAKEHTTP): $(O)/obj/tests/fake/fake_http_main.o $(O)/obj/tests/fake/fake_http.o $(LIBKEEL)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell pkg-config --libs libevent libevent_pthreads) $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BENCHBIN): $(BENCH_OBJ) $(LIBKEEL)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(LIBKEEL) $(LIBS)
@@ -117,10 +118,14 @@ fuzz-build: $(FUZZ_BINS)
 fuzz: fuzz-build
 	KEEL_ROOT=$(CURDIR) FUZZ_SECONDS=$(FUZZ_SECONDS) sh fuzz/run.sh $(FUZZ_BINS)
 
-# Until the server lands, keel's main job is a conversation in the
-# terminal; PACK=payer shows clarification and the policy corpus.
+# keel's main job is the server with its web page; `make chat` is the
+# same in the terminal (PACK=payer shows clarification and the policy corpus).
 PACK      ?= scholar
+LISTEN    ?= 127.0.0.1:8080
 run: $(KEEL)
+	$(KEEL) serve --auth none --listen $(LISTEN)
+
+chat: $(KEEL)
 	$(KEEL) chat --pack $(PACK)
 
 clean:

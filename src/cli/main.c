@@ -21,6 +21,7 @@ static const struct {
     {"replay", cmd_replay, "replay PATH…: run replay fixtures and report failures"},
     {"ingest", cmd_ingest, "ingest papers FILE… | docs DIR…: fill the store"},
     {"chat", cmd_chat, "chat [--pack NAME] [--conversation ID] [--json]: talk to keel"},
+    {"serve", cmd_serve, "serve --auth none [--listen HOST:PORT] [--workers N]: the HTTP API and web page"},
     {"search", cmd_search, "search QUERY [--from Y --to Y --oa --limit N]: ask scholarly providers"},
 };
 

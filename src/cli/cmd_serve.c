@@ -1,0 +1,94 @@
+/*
+ * cmd_serve.c — `keel serve`: the HTTP API and the web page.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "server/server.h"
+
+static void serve_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: keel serve [--listen HOST:PORT] [--db FILE] [--workers N] [--packs LIST]\n"
+            "                  --auth none [--providers LIST] [--port-file FILE]\n\n"
+            "Serves the HTTP API (POST /v1/chat, GET /v1/responses/ID, GET /v1/stream/ID, …)\n"
+            "and the web page at /. Turns run on worker threads; SIGTERM or Ctrl-C stops\n"
+            "accepting, finishes the accepted turns, then exits. Each pack's sample data is\n"
+            "ingested into an empty store. See docs/server.md.\n\n"
+            "  --listen HOST:PORT   address (default 127.0.0.1:8080; port 0 picks a free one)\n"
+            "  --db FILE            the SQLite store (default: $KEEL_DB, else keel.db)\n"
+            "  --workers N          worker threads (default 2)\n"
+            "  --packs LIST         packs to serve, the first is the default\n"
+            "                       (default scholar,payer)\n"
+            "  --auth none          no API keys: only on a loopback address (the demo)\n"
+            "  --providers LIST     remote paper providers, as for keel chat\n"
+            "  --port-file FILE     write the bound port to FILE once listening\n");
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"listen", required_argument, NULL, 'l'},  {"db", required_argument, NULL, 'd'},
+        {"workers", required_argument, NULL, 'w'}, {"packs", required_argument, NULL, 'p'},
+        {"auth", required_argument, NULL, 'a'},    {"providers", required_argument, NULL, 'P'},
+        {"port-file", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct server_options o;
+    const char *db = NULL;
+    struct keel_error err;
+    int opt;
+
+    memset(&o, 0, sizeof(o));
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+        switch (opt) {
+        case 'l': o.listen = optarg; break;
+        case 'd': db = optarg; break;
+        case 'w': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*end || n < 1 || n > 64) {
+                fprintf(stderr, "keel: --workers: must be 1..64, got \"%s\"\n", optarg);
+                return 2;
+            }
+            o.workers = (int)n;
+            break;
+        }
+        case 'p': o.packs = optarg; break;
+        case 'a':
+            if (strcmp(optarg, "none")) {
+                fprintf(stderr, "keel: --auth: only \"none\" exists yet (API keys come next)\n");
+                return 2;
+            }
+            o.auth_none = 1;
+            break;
+        case 'P': o.providers = optarg; break;
+        case 'f': o.port_file = optarg; break;
+        case 'h': serve_usage(stdout); return 0;
+        case ':':
+            fprintf(stderr, "keel: serve: %s needs a value\n\n", argv[optind - 1]);
+            serve_usage(stderr);
+            return 2;
+        default:
+            fprintf(stderr, "keel: serve: unknown option %s\n\n", argv[optind - 1]);
+            serve_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "keel: serve: unexpected argument \"%s\"\n", argv[optind]);
+        return 2;
+    }
+    o.db = cli_db_location(db);
+    keel_error_clear(&err);
+    if (server_run(&o, &err)) {
+        cli_report(&err);
+        return err.code == KEEL_EINVAL ? 2 : 1;
+    }
+    return 0;
+}

@@ -1,0 +1,221 @@
+/*
+ * bus.c — the in-process event bus of bus.h: a JSON object of records
+ * under one mutex. Records are small (a turn's user-level events), and
+ * readers copy what they need, so the lock is held briefly.
+ */
+#include "server/bus.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+
+struct bus {
+    pthread_mutex_t lock;
+    json_t *turns;           /* correlation id -> {status, conversation_id, events, result,
+                              * error, finished} */
+    size_t capacity, open;
+    int64_t keep_ms;
+    void (*notify)(void *);
+    void *ctx;
+};
+
+static const char *const names[] = {"unknown", "queued", "running", "done", "failed"};
+
+const char *bus_status_name(enum bus_status status)
+{
+    return (unsigned)status < sizeof(names) / sizeof(names[0]) ? names[status] : "unknown";
+}
+
+struct bus *bus_new(size_t capacity, int64_t keep_ms, void (*notify)(void *), void *ctx)
+{
+    struct bus *bus = keel_calloc(1, sizeof(*bus));
+
+    if (!bus)
+        return NULL;
+    if (!(bus->turns = json_object())) {
+        keel_free(bus);
+        return NULL;
+    }
+    pthread_mutex_init(&bus->lock, NULL);
+    bus->capacity = capacity;
+    bus->keep_ms = keep_ms;
+    bus->notify = notify;
+    bus->ctx = ctx;
+    return bus;
+}
+
+void bus_free(struct bus *bus)
+{
+    if (!bus)
+        return;
+    json_decref(bus->turns);
+    pthread_mutex_destroy(&bus->lock);
+    keel_free(bus);
+}
+
+static void wake(struct bus *bus)
+{
+    if (bus->notify)
+        bus->notify(bus->ctx);
+}
+
+/* Drops the oldest finished records while the bus is over capacity.
+ * Called with the lock held. */
+static void make_room(struct bus *bus)
+{
+    while (json_object_size(bus->turns) >= bus->capacity) {
+        const char *key, *oldest = NULL;
+        json_t *rec;
+        int64_t when = 0;
+
+        json_object_foreach(bus->turns, key, rec) {
+            json_t *finished = json_object_get(rec, "finished");
+            if (finished && (!oldest || json_integer_value(finished) < when)) {
+                oldest = key;
+                when = json_integer_value(finished);
+            }
+        }
+        if (!oldest)
+            return;   /* all running: the caller refuses */
+        json_object_del(bus->turns, oldest);
+    }
+}
+
+int bus_open(struct bus *bus, const char *correlation_id, const char *conversation_id,
+             int64_t now_ms)
+{
+    json_t *rec;
+    int rc = KEEL_OK;
+
+    pthread_mutex_lock(&bus->lock);
+    make_room(bus);
+    if (json_object_size(bus->turns) >= bus->capacity) {
+        rc = KEEL_EFAIL;
+    } else if (!(rec = json_pack("{s:i, s:s, s:[], s:I}", "status", BUS_QUEUED, "conversation_id",
+                                 conversation_id, "events", "opened", (json_int_t)now_ms)) ||
+               json_object_set_new(bus->turns, correlation_id, rec)) {
+        rc = KEEL_ENOMEM;
+    } else {
+        bus->open++;
+    }
+    pthread_mutex_unlock(&bus->lock);
+    return rc;
+}
+
+static void set_status(struct bus *bus, const char *correlation_id, enum bus_status status)
+{
+    json_t *rec;
+
+    pthread_mutex_lock(&bus->lock);
+    rec = json_object_get(bus->turns, correlation_id);
+    if (rec)
+        json_object_set_new(rec, "status", json_integer(status));
+    pthread_mutex_unlock(&bus->lock);
+}
+
+void bus_running(struct bus *bus, const char *correlation_id)
+{
+    set_status(bus, correlation_id, BUS_RUNNING);
+    wake(bus);
+}
+
+long bus_publish(struct bus *bus, const char *correlation_id, const char *name, json_t *data)
+{
+    json_t *rec, *events, *event;
+    long id = 0;
+
+    pthread_mutex_lock(&bus->lock);
+    rec = json_object_get(bus->turns, correlation_id);
+    events = json_object_get(rec, "events");
+    if (events && data) {
+        id = (long)json_array_size(events) + 1;
+        event = json_pack("{s:I, s:s, s:O}", "id", (json_int_t)id, "event", name, "data", data);
+        if (!event || json_array_append_new(events, event))
+            id = 0;
+    }
+    pthread_mutex_unlock(&bus->lock);
+    json_decref(data);
+    if (id)
+        wake(bus);
+    return id;
+}
+
+void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, json_t *error,
+                int64_t now_ms)
+{
+    json_t *rec;
+
+    pthread_mutex_lock(&bus->lock);
+    rec = json_object_get(bus->turns, correlation_id);
+    if (rec) {
+        json_object_set_new(rec, "status", json_integer(error ? BUS_FAILED : BUS_DONE));
+        if (result)
+            json_object_set(rec, "result", result);
+        if (error)
+            json_object_set(rec, "error", error);
+        json_object_set_new(rec, "finished", json_integer(now_ms));
+        bus->open--;
+    }
+    pthread_mutex_unlock(&bus->lock);
+    json_decref(result);
+    json_decref(error);
+    wake(bus);
+}
+
+enum bus_status bus_read(struct bus *bus, const char *correlation_id, long after, json_t **events,
+                         json_t **result, json_t **error, char *conversation_id, size_t n)
+{
+    enum bus_status status = BUS_UNKNOWN;
+    json_t *rec;
+
+    if (events)
+        *events = NULL;
+    if (result)
+        *result = NULL;
+    if (error)
+        *error = NULL;
+    pthread_mutex_lock(&bus->lock);
+    rec = json_object_get(bus->turns, correlation_id);
+    if (rec) {
+        json_t *all = json_object_get(rec, "events");
+        status = (enum bus_status)json_integer_value(json_object_get(rec, "status"));
+        if (events && (*events = json_array()))
+            for (size_t i = after > 0 ? (size_t)after : 0; i < json_array_size(all); i++)
+                json_array_append(*events, json_array_get(all, i));
+        if (result)
+            *result = json_incref(json_object_get(rec, "result"));
+        if (error)
+            *error = json_incref(json_object_get(rec, "error"));
+        if (conversation_id && n)
+            snprintf(conversation_id, n, "%s",
+                     json_string_value(json_object_get(rec, "conversation_id")));
+    }
+    pthread_mutex_unlock(&bus->lock);
+    return status;
+}
+
+size_t bus_open_turns(struct bus *bus)
+{
+    size_t open;
+
+    pthread_mutex_lock(&bus->lock);
+    open = bus->open;
+    pthread_mutex_unlock(&bus->lock);
+    return open;
+}
+
+void bus_expire(struct bus *bus, int64_t now_ms)
+{
+    const char *key;
+    json_t *rec, *tmp;
+
+    pthread_mutex_lock(&bus->lock);
+    json_object_foreach_safe(bus->turns, tmp, key, rec) {
+        json_t *finished = json_object_get(rec, "finished");
+        if (finished && now_ms - json_integer_value(finished) > bus->keep_ms)
+            json_object_del(bus->turns, key);
+    }
+    pthread_mutex_unlock(&bus->lock);
+}

@@ -1,0 +1,61 @@
+/*
+ * bus.h — the event bus port: what a turn has said so far, for every
+ * reader that asks.
+ *
+ * Each turn (by correlation id) has a record: its status (queued,
+ * running, done, failed), the events published so far, numbered from 1
+ * (stage lines, answer tokens, and a last `done` or `error`), and its
+ * final result or error. Workers publish; HTTP readers take copies of
+ * the events after a number they already have (SSE Last-Event-ID) and
+ * of the result. Finished records stay for `keep_ms` or until `capacity`
+ * records exist (oldest finished first), then readers turn to the store.
+ * A notify function (set once) is called after every change, from the
+ * changing thread: the HTTP loop uses it to wake up. This implementation
+ * is in process; a Redis stream can stand behind it later.
+ */
+#ifndef KEEL_SERVER_BUS_H
+#define KEEL_SERVER_BUS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum bus_status { BUS_UNKNOWN, BUS_QUEUED, BUS_RUNNING, BUS_DONE, BUS_FAILED };
+
+struct bus;
+
+/* NULL when out of memory. */
+struct bus *bus_new(size_t capacity, int64_t keep_ms, void (*notify)(void *), void *ctx);
+void bus_free(struct bus *bus);
+
+/* Starts the record of a queued turn. KEEL_ENOMEM; KEEL_EFAIL when the
+ * bus holds `capacity` unfinished turns. */
+int bus_open(struct bus *bus, const char *correlation_id, const char *conversation_id,
+             int64_t now_ms);
+
+void bus_running(struct bus *bus, const char *correlation_id);
+
+/* Appends event `name` ("stage", "token", "done", "error") with `data`
+ * (stolen) and returns its number, or 0 (unknown turn, out of memory). */
+long bus_publish(struct bus *bus, const char *correlation_id, const char *name, json_t *data);
+
+/* Ends a turn: `result` (stolen) on success, else `error` (stolen). */
+void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, json_t *error,
+                int64_t now_ms);
+
+/* What a reader sees: the status (BUS_UNKNOWN when the bus does not know
+ * the turn), the events numbered above `after` as a new array of {id,
+ * event, data} (may be NULL when not wanted), the result or error (new
+ * references, NULL when none) and the conversation id. */
+enum bus_status bus_read(struct bus *bus, const char *correlation_id, long after, json_t **events,
+                         json_t **result, json_t **error, char *conversation_id, size_t n);
+
+/* Turns not yet finished. */
+size_t bus_open_turns(struct bus *bus);
+
+/* Forgets finished turns older than keep_ms at `now_ms`. */
+void bus_expire(struct bus *bus, int64_t now_ms);
+
+const char *bus_status_name(enum bus_status status);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * queue.h — the job queue port: turns waiting for a worker.
+ *
+ * A job is one chat turn to run. The queue has one partition per worker
+ * and puts every job of a conversation in the same partition (by a hash
+ * of its id), so a conversation's turns run one at a time and in order
+ * while different conversations run in parallel. This file's
+ * implementation is in process (mutex and condition variable per
+ * partition); a Redis one can stand behind the same functions later.
+ */
+#ifndef KEEL_SERVER_QUEUE_H
+#define KEEL_SERVER_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/id.h"
+
+struct job {
+    char correlation_id[KEEL_ID_MAX];
+    char conversation_id[KEEL_ID_MAX + 96];
+    int new_conversation;       /* conversation_id names a conversation this turn creates */
+    char pack[64];
+    char role[32];              /* "" : the pack's default */
+    char *message;              /* owned, NUL-terminated */
+    size_t message_len;
+    int64_t now_ms;             /* 0: the clock when the turn runs */
+    char traceparent[64];       /* the caller's W3C traceparent, "" when none */
+    struct job *next;
+};
+
+struct queue;
+
+/* A queue of `partitions` partitions holding at most `capacity` jobs in
+ * all. NULL when out of memory. */
+struct queue *queue_new(int partitions, size_t capacity);
+
+/* Adds `job` (owned by the queue from now on) to its conversation's
+ * partition. KEEL_EFAIL when the queue is full or closed (the caller
+ * keeps the job). */
+int queue_push(struct queue *q, struct job *job);
+
+/* The next job of `partition`, waiting while it is empty; NULL once the
+ * queue is closed and that partition is drained. The caller owns the job
+ * (job_free). */
+struct job *queue_pop(struct queue *q, int partition);
+
+/* Jobs waiting, all partitions. */
+size_t queue_depth(struct queue *q);
+
+/* Refuses new jobs; workers drain what is queued, then get NULL. */
+void queue_close(struct queue *q);
+
+/* Frees the queue and any job still in it. */
+void queue_free(struct queue *q);
+
+/* Frees a job and its message. */
+void job_free(struct job *job);
+
+#endif

@@ -1,0 +1,584 @@
+/*
+ * routes_chat.c — a turn over HTTP: POST /v1/chat queues it (or waits
+ * for it with ?wait=1), GET /v1/responses/{id} polls it, GET
+ * /v1/stream/{id} streams its events as Server-Sent Events:
+ *
+ *   id: 3
+ *   event: stage
+ *   data: {"stage":"resolve","kind":"start","message":"Searching for papers…"}
+ *
+ * Events are numbered from 1 per turn: stage lines, answer pieces
+ * (`token`), then `done` (the result summary) or `error`. Last-Event-ID
+ * resumes after a number. A turn the bus has forgotten is replayed from
+ * the store with the same numbering.
+ */
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/id.h"
+#include "core/json.h"
+#include "pipeline/pipeline.h"
+#include "server/server_int.h"
+#include "text/utf8.h"
+
+#define PENDING_KEEP_MS (10 * 60 * 1000)
+
+/* ---- POST /v1/chat -------------------------------------------------------- */
+
+static void on_waiter_closed(struct evhttp_connection *conn, void *arg);
+
+static int pack_served(const struct server *srv, const char *pack)
+{
+    for (int i = 0; i < srv->n_packs; i++)
+        if (!strcmp(srv->packs[i], pack))
+            return 1;
+    return 0;
+}
+
+/* Conversations created by a queued turn, not yet in the store: their
+ * next message may arrive before the first turn ends. {id: {pack, at}}. */
+static json_t *pending_conversations;
+
+static void pending_add(const char *id, const char *pack)
+{
+    const char *key;
+    json_t *v, *tmp;
+    int64_t now = keel_clock_now();
+
+    if (!pending_conversations && !(pending_conversations = json_object()))
+        return;
+    json_object_foreach_safe(pending_conversations, tmp, key, v)
+        if (now - json_integer_value(json_object_get(v, "at")) > PENDING_KEEP_MS)
+            json_object_del(pending_conversations, key);
+    json_object_set_new(pending_conversations, id,
+                        json_pack("{s:s, s:I}", "pack", pack, "at", (json_int_t)now));
+}
+
+static int message_ok(struct evhttp_request *req, const json_t *message)
+{
+    const char *text = json_string_value(message);
+    size_t len = json_string_length(message), blank = 0;
+
+    if (!json_is_string(message)) {
+        http_error(req, 400, "bad_request", "message", message ? "must be a string"
+                                                               : "is required");
+        return 0;
+    }
+    if (len > PIPELINE_MESSAGE_MAX) {
+        http_error(req, 413, "too_large", "message", "is longer than %d bytes",
+                   PIPELINE_MESSAGE_MAX);
+        return 0;
+    }
+    while (blank < len && strchr(" \t\r\n\f\v", text[blank]))
+        blank++;
+    if (blank == len || memchr(text, '\0', len)) {
+        http_error(req, 400, "bad_request", "message",
+                   blank == len ? "must not be blank" : "must not hold NUL");
+        return 0;
+    }
+    return 1;
+}
+
+/* Fills job->conversation_id/pack from the request: an existing (or
+ * pending) conversation, or a new one. Sends the error and returns 0 on
+ * failure. */
+static int conversation_for(struct server *srv, struct evhttp_request *req, const json_t *body,
+                            struct job *job)
+{
+    const json_t *id = json_object_get(body, "conversation_id");
+    const json_t *pack = json_object_get(body, "pack");
+    struct store_conversation conv;
+    struct keel_error err;
+    const char *have = NULL;
+
+    if (pack && (!json_is_string(pack) || !pack_served(srv, json_string_value(pack)))) {
+        http_error(req, 400, "bad_request", "pack", "is not a pack this server serves");
+        return 0;
+    }
+    if (id && !json_is_null(id)) {
+        json_t *pending;
+        if (!json_is_string(id) || !json_string_length(id) || json_string_length(id) > 128) {
+            http_error(req, 400, "bad_request", "conversation_id", "must be a conversation id");
+            return 0;
+        }
+        snprintf(job->conversation_id, sizeof(job->conversation_id), "%s", json_string_value(id));
+        keel_error_clear(&err);
+        if (!store_load_conversation(srv->store, job->conversation_id, &conv, &err)) {
+            snprintf(job->pack, sizeof(job->pack), "%s", conv.pack);
+            store_conversation_release(&conv);
+        } else if (err.code == KEEL_ENOTFOUND &&
+                   (pending = json_object_get(pending_conversations, job->conversation_id))) {
+            snprintf(job->pack, sizeof(job->pack), "%s",
+                     json_string_value(json_object_get(pending, "pack")));
+        } else {
+            http_keel_error(req, &err);
+            return 0;
+        }
+        have = job->pack;
+        if (pack && strcmp(json_string_value(pack), have)) {
+            http_error(req, 400, "bad_request", "pack",
+                       "conversation %s belongs to pack %s", job->conversation_id, have);
+            return 0;
+        }
+        if (!pack_served(srv, have)) {
+            http_error(req, 400, "bad_request", "conversation_id",
+                       "conversation %s belongs to pack %s, which this server does not serve",
+                       job->conversation_id, have);
+            return 0;
+        }
+        return 1;
+    }
+    job->new_conversation = 1;
+    keel_id_new("conv", job->conversation_id, sizeof(job->conversation_id));
+    snprintf(job->pack, sizeof(job->pack), "%s", pack ? json_string_value(pack) : srv->packs[0]);
+    return 1;
+}
+
+void route_chat(struct server *srv, struct evhttp_request *req)
+{
+    static const char *const keys[] = {"message", "conversation_id", "pack", "active_scenario",
+                                       NULL};
+    struct keel_error err;
+    char wait_buf[8];
+    const char *wait = http_query(req, "wait", wait_buf, sizeof(wait_buf));
+    const char *trace = evhttp_find_header(evhttp_request_get_input_headers(req), "traceparent");
+    json_t *body = NULL, *scenario;
+    struct job *job = NULL;
+    char cid[KEEL_ID_MAX], conv[KEEL_ID_MAX + 96], pack[64];
+    int created;
+
+    if (srv->draining) {
+        http_error(req, 503, "shutting_down", NULL, "the server is shutting down");
+        return;
+    }
+    if (http_body_json(req, &body))
+        return;
+    keel_error_clear(&err);
+    if (keel_json_check_keys(body, keys, "", &err)) {
+        http_keel_error(req, &err);
+        goto out;
+    }
+    if (!message_ok(req, json_object_get(body, "message")))
+        goto out;
+    scenario = json_object_get(body, "active_scenario");
+    if (scenario && !json_is_null(scenario)) {
+        http_error(req, 400, "not_supported", "active_scenario",
+                   "scenarios are not supported by this build yet");
+        goto out;
+    }
+    if (!(job = keel_calloc(1, sizeof(*job)))) {
+        http_error(req, 503, "no_memory", NULL, "out of memory");
+        goto out;
+    }
+    if (!conversation_for(srv, req, body, job))
+        goto out;
+    job->message_len = json_string_length(json_object_get(body, "message"));
+    if (!(job->message = keel_strndup(json_string_value(json_object_get(body, "message")),
+                                      job->message_len))) {
+        http_error(req, 503, "no_memory", NULL, "out of memory");
+        goto out;
+    }
+    if (trace && strlen(trace) < sizeof(job->traceparent))
+        snprintf(job->traceparent, sizeof(job->traceparent), "%s", trace);
+    keel_id_new("turn", job->correlation_id, sizeof(job->correlation_id));
+    if (bus_open(srv->bus, job->correlation_id, job->conversation_id, keel_clock_now())) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+        http_error(req, 503, "busy", NULL, "too many turns in progress");
+        goto out;
+    }
+    /* Once queued, a worker may run and free the job at any moment: what
+     * the reply needs is copied first. */
+    snprintf(cid, sizeof(cid), "%s", job->correlation_id);
+    snprintf(conv, sizeof(conv), "%s", job->conversation_id);
+    snprintf(pack, sizeof(pack), "%s", job->pack);
+    created = job->new_conversation;
+    if (queue_push(srv->queue, job)) {
+        bus_finish(srv->bus, job->correlation_id, NULL,
+                   json_pack("{s:i, s:s, s:s}", "code", KEEL_EFAIL, "field", "", "message",
+                             "the queue is full"),
+                   keel_clock_now());
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+        http_error(req, 503, "busy", NULL, "the queue is full");
+        goto out;
+    }
+    job = NULL;   /* the queue owns it */
+    if (created)
+        pending_add(conv, pack);
+    if (wait && strcmp(wait, "0")) {
+        struct waiter *w = keel_calloc(1, sizeof(*w));
+        if (!w) {   /* the turn runs; the caller polls */
+            http_error(req, 503, "no_memory", NULL, "out of memory");
+        } else {
+            w->srv = srv;
+            w->req = req;
+            snprintf(w->correlation_id, sizeof(w->correlation_id), "%s", cid);
+            w->next = srv->waiters;
+            if (w->next)
+                w->next->prev = w;
+            srv->waiters = w;
+            evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_waiter_closed,
+                                          w);
+        }
+        goto out;
+    }
+    {
+        char response[160], stream[160];
+        snprintf(response, sizeof(response), "/v1/responses/%s", cid);
+        snprintf(stream, sizeof(stream), "/v1/stream/%s", cid);
+        http_json(req, 202,
+                  json_pack("{s:s, s:s, s:s, s:{s:s, s:s}}", "correlation_id", cid,
+                            "conversation_id", conv, "status", "queued", "links", "response",
+                            response, "stream", stream));
+    }
+out:
+    job_free(job);
+    json_decref(body);
+}
+
+/* ---- results -------------------------------------------------------------- */
+
+/* The summary of a stored turn, in the shape of a live `done`
+ * (server_result_summary): the kind and the tools that ran come from the
+ * stored events (classify's info event carries the kind, each tool call
+ * an event with the tool and its arguments), the provider reports from
+ * the decision log. */
+static json_t *summary_from_store(const json_t *turn)
+{
+    const json_t *decision = json_object_get(turn, "decision");
+    const json_t *state = json_object_get(turn, "state");
+    json_t *tools = json_array(), *e;
+    const char *kind = NULL;
+    size_t i;
+
+    json_array_foreach(json_object_get(turn, "events"), i, e) {
+        const json_t *extra = json_object_get(e, "extra");
+        const char *stage = json_string_value(json_object_get(e, "stage"));
+        if (!stage)
+            continue;
+        if (!strcmp(stage, "classify") && json_is_string(json_object_get(extra, "kind")))
+            kind = json_string_value(json_object_get(extra, "kind"));
+        if (!strcmp(stage, "resolve") && json_object_get(extra, "args") && tools)
+            json_array_append(tools, json_object_get(extra, "tool"));
+    }
+    return json_pack("{s:O, s:O, s:O, s:O, s:O, s:{s:O, s:O, s:O, s:O}, s:O, s:O, s:s?, s:o,"
+                     " s:O, s:O*, s:n}",
+                     "correlation_id", json_object_get(turn, "correlation_id"),
+                     "conversation_id", json_object_get(turn, "conversation_id"), "turn",
+                     json_object_get(turn, "turn"), "answer", json_object_get(turn, "assistant"),
+                     "sources", json_object_get(turn, "sources"), "decision", "intent",
+                     json_object_get(decision, "intent"), "route",
+                     json_object_get(decision, "route"), "tool",
+                     json_object_get(decision, "force_tool"), "reasons",
+                     json_object_get(decision, "reasons"), "stage",
+                     json_object_get(state, "stage"), "clarification",
+                     json_is_true(json_object_get(turn, "clarification"))
+                         ? json_object_get(turn, "assistant")
+                         : json_null(),
+                     "kind", kind, "tools_called", tools ? tools : json_array(), "state", state,
+                     "providers", json_object_get(decision, "providers"), "active_scenario");
+}
+
+static int error_status(const json_t *error)
+{
+    switch ((int)json_integer_value(json_object_get(error, "code"))) {
+    case KEEL_EINVAL: return 400;
+    case KEEL_ENOTFOUND: return 404;
+    case KEEL_ETOOBIG: return 413;
+    case KEEL_EFAIL: return 409;
+    case KEEL_ENOMEM: return 503;
+    default: return 500;
+    }
+}
+
+void route_response(struct server *srv, struct evhttp_request *req, const char *cid)
+{
+    char conv[KEEL_ID_MAX + 96] = "";
+    json_t *result = NULL, *error = NULL, *turn = NULL;
+    struct keel_error err;
+    enum bus_status status = bus_read(srv->bus, cid, 0, NULL, &result, &error, conv, sizeof(conv));
+
+    if (status != BUS_UNKNOWN) {
+        http_json(req, 200,
+                  json_pack("{s:s, s:s, s:s, s:o*, s:o*}", "correlation_id", cid,
+                            "conversation_id", conv, "status", bus_status_name(status), "result",
+                            result, "error", error));
+        return;
+    }
+    keel_error_clear(&err);
+    if (store_get_turn(srv->store, cid, &turn, &err)) {
+        http_keel_error(req, &err);
+        return;
+    }
+    http_json(req, 200,
+              json_pack("{s:s, s:O, s:s, s:o}", "correlation_id", cid, "conversation_id",
+                        json_object_get(turn, "conversation_id"), "status", "done", "result",
+                        summary_from_store(turn)));
+    json_decref(turn);
+}
+
+/* ---- streams -------------------------------------------------------------- */
+
+static void sse_send(struct evhttp_request *req, const json_t *event)
+{
+    struct evbuffer *out = evbuffer_new();
+    char *data = json_dumps(json_object_get(event, "data"), JSON_COMPACT | JSON_SORT_KEYS);
+
+    if (out && data) {
+        evbuffer_add_printf(out, "id: %lld\nevent: %s\ndata: %s\n\n",
+                            (long long)json_integer_value(json_object_get(event, "id")),
+                            json_string_value(json_object_get(event, "event")), data);
+        evhttp_send_reply_chunk(req, out);
+    }
+    keel_free(data);
+    if (out)
+        evbuffer_free(out);
+}
+
+static void stream_unlink(struct stream *s)
+{
+    struct server *srv = s->srv;
+
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        srv->streams = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    srv->n_streams--;
+}
+
+static void on_stream_closed(struct evhttp_connection *conn, void *arg)
+{
+    struct stream *s = arg;
+
+    (void)conn;
+    stream_unlink(s);
+    keel_free(s);
+}
+
+/* Ends a stream after its last event. */
+static void stream_end(struct stream *s)
+{
+    struct evhttp_connection *conn = evhttp_request_get_connection(s->req);
+
+    evhttp_connection_set_closecb(conn, NULL, NULL);
+    evhttp_send_reply_end(s->req);
+    stream_unlink(s);
+    keel_free(s);
+}
+
+/* Sends what the bus has beyond s->sent; ends the stream when the turn
+ * has ended and all is sent. */
+static void stream_pump(struct stream *s)
+{
+    json_t *events = NULL, *event;
+    enum bus_status status = bus_read(s->srv->bus, s->correlation_id, s->sent, &events, NULL,
+                                      NULL, NULL, 0);
+    size_t i;
+
+    json_array_foreach(events, i, event) {
+        sse_send(s->req, event);
+        s->sent = (long)json_integer_value(json_object_get(event, "id"));
+    }
+    json_decref(events);
+    if (status == BUS_DONE || status == BUS_FAILED || status == BUS_UNKNOWN)
+        stream_end(s);
+}
+
+static void stream_headers(struct evhttp_request *req)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+    evhttp_add_header(h, "Content-Type", "text/event-stream; charset=utf-8");
+    evhttp_add_header(h, "Cache-Control", "no-cache");
+    evhttp_add_header(h, "X-Accel-Buffering", "no");
+}
+
+/* The events of a stored turn, numbered as they were live. */
+static json_t *stored_events(const json_t *turn)
+{
+    json_t *out = json_array(), *e, *summary;
+    const char *answer = json_string_value(json_object_get(turn, "assistant"));
+    size_t i;
+    long id = 0;
+
+    json_array_foreach(json_object_get(turn, "events"), i, e) {
+        const char *level = json_string_value(json_object_get(e, "level"));
+        const char *user = json_string_value(json_object_get(e, "user_message"));
+        if (!level || !strcmp(level, "technical") || !user)
+            continue;
+        json_array_append_new(out, json_pack("{s:I, s:s, s:{s:O?, s:O?, s:s}}", "id",
+                                             (json_int_t)++id, "event", "stage", "data", "stage",
+                                             json_object_get(e, "stage"), "kind",
+                                             json_object_get(e, "kind"), "message", user));
+    }
+    for (size_t at = 0, len = answer ? strlen(answer) : 0; at < len;) {
+        char piece[SERVER_TOKEN_BYTES * 4 + 1];
+        size_t end = server_answer_piece(answer, len, at);
+        snprintf(piece, sizeof(piece), "%.*s", (int)(end - at), answer + at);
+        json_array_append_new(out, json_pack("{s:I, s:s, s:{s:s}}", "id", (json_int_t)++id,
+                                             "event", "token", "data", "text", piece));
+        at = end;
+    }
+    summary = summary_from_store(turn);
+    json_array_append_new(out, json_pack("{s:I, s:s, s:o}", "id", (json_int_t)++id, "event",
+                                         "done", "data", summary ? summary : json_object()));
+    return out;
+}
+
+static long last_event_id(struct evhttp_request *req)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Last-Event-ID");
+    char *end;
+    long v;
+
+    if (!h)
+        return 0;
+    v = strtol(h, &end, 10);
+    return *end || v < 0 ? 0 : v;
+}
+
+void route_stream(struct server *srv, struct evhttp_request *req, const char *cid)
+{
+    long after = last_event_id(req);
+    enum bus_status status = bus_read(srv->bus, cid, 0, NULL, NULL, NULL, NULL, 0);
+    struct stream *s;
+
+    if (status == BUS_UNKNOWN) {   /* finished long ago: replay from the store */
+        struct keel_error err;
+        json_t *turn = NULL, *events, *event;
+        size_t i;
+        keel_error_clear(&err);
+        if (store_get_turn(srv->store, cid, &turn, &err)) {
+            http_keel_error(req, &err);
+            return;
+        }
+        events = stored_events(turn);
+        stream_headers(req);
+        http_log(req, 200, cid);
+        evhttp_send_reply_start(req, 200, "OK");
+        json_array_foreach(events, i, event)
+            if (json_integer_value(json_object_get(event, "id")) > after)
+                sse_send(req, event);
+        evhttp_send_reply_end(req);
+        json_decref(events);
+        json_decref(turn);
+        return;
+    }
+    if (srv->n_streams >= SERVER_STREAMS_MAX) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "5");
+        http_error(req, 503, "busy", NULL, "too many open streams");
+        return;
+    }
+    if (!(s = keel_calloc(1, sizeof(*s)))) {
+        http_error(req, 503, "no_memory", NULL, "out of memory");
+        return;
+    }
+    s->srv = srv;
+    s->req = req;
+    s->sent = after;
+    snprintf(s->correlation_id, sizeof(s->correlation_id), "%s", cid);
+    s->next = srv->streams;
+    if (s->next)
+        s->next->prev = s;
+    srv->streams = s;
+    srv->n_streams++;
+    stream_headers(req);
+    http_log(req, 200, cid);
+    evhttp_send_reply_start(req, 200, "OK");
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_stream_closed, s);
+    stream_pump(s);
+}
+
+/* ---- the loop's wake-up ----------------------------------------------------- */
+
+static void waiter_unlink(struct waiter *w)
+{
+    struct server *srv = w->srv;
+
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        srv->waiters = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+}
+
+/* The client of a ?wait=1 request left: forget it (the turn goes on). */
+static void on_waiter_closed(struct evhttp_connection *conn, void *arg)
+{
+    struct waiter *w = arg;
+
+    (void)conn;
+    waiter_unlink(w);
+    keel_free(w);
+}
+
+static void waiter_answer(struct waiter *w, enum bus_status status, json_t *result,
+                          json_t *error)
+{
+    evhttp_connection_set_closecb(evhttp_request_get_connection(w->req), NULL, NULL);
+    if (status == BUS_DONE)
+        http_json(w->req, 200, json_incref(result));
+    else
+        http_error(w->req, error_status(error), "turn_failed",
+                   json_string_value(json_object_get(error, "field")), "%s",
+                   json_string_value(json_object_get(error, "message")));
+    waiter_unlink(w);
+    keel_free(w);
+}
+
+void streams_pump(struct server *srv)
+{
+    struct stream *s = srv->streams;
+    struct waiter *w = srv->waiters;
+
+    while (s) {
+        struct stream *next = s->next;   /* s may end */
+        stream_pump(s);
+        s = next;
+    }
+    while (w) {
+        struct waiter *next = w->next;
+        json_t *result = NULL, *error = NULL;
+        enum bus_status status = bus_read(srv->bus, w->correlation_id, 0, NULL, &result, &error,
+                                          NULL, 0);
+        if (status == BUS_DONE || status == BUS_FAILED || status == BUS_UNKNOWN)
+            waiter_answer(w, status, result, error);
+        json_decref(result);
+        json_decref(error);
+        w = next;
+    }
+}
+
+void streams_heartbeat(struct server *srv)
+{
+    for (struct stream *s = srv->streams; s; s = s->next) {
+        struct evbuffer *out = evbuffer_new();
+        if (!out)
+            continue;
+        evbuffer_add_printf(out, ": keep-alive\n\n");
+        evhttp_send_reply_chunk(s->req, out);
+        evbuffer_free(out);
+    }
+}
+
+void streams_close_all(struct server *srv)
+{
+    while (srv->streams)
+        stream_end(srv->streams);
+    while (srv->waiters) {
+        struct waiter *w = srv->waiters;
+        evhttp_connection_set_closecb(evhttp_request_get_connection(w->req), NULL, NULL);
+        http_error(w->req, 503, "shutting_down", NULL, "the server stopped before the turn ended");
+        waiter_unlink(w);
+        keel_free(w);
+    }
+    json_decref(pending_conversations);
+    pending_conversations = NULL;
+}

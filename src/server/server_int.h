@@ -1,0 +1,127 @@
+/*
+ * server_int.h — what the files of src/server/ share: the server, its
+ * streams and waiting requests, and the HTTP helpers.
+ */
+#ifndef KEEL_SERVER_INT_H
+#define KEEL_SERVER_INT_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <pthread.h>
+
+#include "server/bus.h"
+#include "server/queue.h"
+#include "server/server.h"
+#include "store/store.h"
+
+#define SERVER_BODY_MAX     (64 * 1024)    /* a request body */
+#define SERVER_PACKS_MAX    16
+#define SERVER_STREAMS_MAX  10000          /* open SSE streams in all */
+#define SERVER_QUEUE_MAX    1024           /* turns waiting for a worker */
+#define SERVER_HEARTBEAT_S  15
+
+/* An open SSE stream of one turn. */
+struct stream {
+    struct server *srv;
+    struct evhttp_request *req;
+    char correlation_id[KEEL_ID_MAX];
+    long sent;                 /* the number of the last event sent */
+    struct stream *prev, *next;
+};
+
+/* A POST /v1/chat?wait=1 waiting for its turn to end. */
+struct waiter {
+    struct server *srv;
+    struct evhttp_request *req;
+    char correlation_id[KEEL_ID_MAX];
+    struct waiter *prev, *next;
+};
+
+struct worker;
+
+struct server {
+    struct server_options opt;
+    char packs[SERVER_PACKS_MAX][64];
+    int n_packs;
+    struct event_base *base;
+    struct evhttp *http;
+    struct evhttp_bound_socket *socket;
+    struct event *wake, *heartbeat, *sigterm, *sigint, *drain;
+    struct store *store;             /* the loop thread's own connection (reads) */
+    struct queue *queue;
+    struct bus *bus;
+    struct worker *workers;
+    int n_workers;
+    struct stream *streams;
+    size_t n_streams;
+    struct waiter *waiters;
+    int draining;
+};
+
+/* ---- http.c ------------------------------------------------------------ */
+
+/* Sends `body` (stolen) as JSON with `status`, and logs the request. */
+void http_json(struct evhttp_request *req, int status, json_t *body);
+
+/* Sends {"error": {code, message, field}} with `status`; code is a short
+ * name ("bad_request", "not_found", …). */
+void http_error(struct evhttp_request *req, int status, const char *code, const char *field,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* The error of a keel result code: its HTTP status and code name. */
+void http_keel_error(struct evhttp_request *req, const struct keel_error *err);
+
+/* The request body parsed as a JSON object into *out; on failure the
+ * error reply is sent and -1 returned. */
+int http_body_json(struct evhttp_request *req, json_t **out);
+
+/* The request path without its query, into `out`. */
+void http_path(struct evhttp_request *req, char *out, size_t n);
+
+/* The value of query parameter `name`, or NULL; `buf` holds it. */
+const char *http_query(struct evhttp_request *req, const char *name, char *buf, size_t n);
+
+/* Logs one request line (method, path, status, ms, correlation id). */
+void http_log(struct evhttp_request *req, int status, const char *correlation_id);
+
+/* ---- routes ------------------------------------------------------------ */
+
+void route_request(struct evhttp_request *req, void *arg);   /* the dispatcher (routes.c) */
+void route_chat(struct server *srv, struct evhttp_request *req);
+void route_response(struct server *srv, struct evhttp_request *req, const char *cid);
+void route_stream(struct server *srv, struct evhttp_request *req, const char *cid);
+void route_conversation(struct server *srv, struct evhttp_request *req, const char *id);
+void route_decision(struct server *srv, struct evhttp_request *req, const char *cid);
+
+/* Called on the loop thread after the bus changed: sends new events to
+ * the streams and answers the waiters whose turn ended. */
+void streams_pump(struct server *srv);
+
+/* Sends a comment line to every stream (keeps proxies from closing). */
+void streams_heartbeat(struct server *srv);
+
+/* Ends every stream and waiter (shutdown). */
+void streams_close_all(struct server *srv);
+
+/* The page served at / (page.c). */
+extern const char server_page[];
+
+/* ---- workers.c --------------------------------------------------------- */
+
+int workers_start(struct server *srv, struct keel_error *err);
+void workers_join(struct server *srv);
+
+#define SERVER_TOKEN_BYTES 48   /* an answer piece (`token` event): a few words */
+
+/* The end of the answer piece that starts at `at`: about
+ * SERVER_TOKEN_BYTES, cut after a space or newline, never inside a UTF-8
+ * sequence. Live streams and replays cut alike. */
+size_t server_answer_piece(const char *answer, size_t len, size_t at);
+
+/* The turn result as the API shows it: {correlation_id, conversation_id,
+ * turn, answer, sources, decision: {intent, route, tool, reasons},
+ * stage, clarification, tools_called, providers?, active_scenario}. */
+json_t *server_result_summary(const json_t *result);
+
+#endif

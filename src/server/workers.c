@@ -1,0 +1,200 @@
+/*
+ * workers.c — the worker threads: each holds its own store connection
+ * and one pipeline per served pack, takes turns from its queue partition,
+ * and publishes on the bus what the user may see: stage lines (events of
+ * level user or both), the answer in small pieces (`token`), then `done`
+ * with the result's summary, or `error`.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "pipeline/pipeline.h"
+#include "server/server_int.h"
+
+struct worker {
+    struct server *srv;
+    int index;
+    pthread_t thread;
+    int running;
+    struct store *store;
+    struct pipeline *pl[SERVER_PACKS_MAX];
+};
+
+struct turn_ctx {
+    struct bus *bus;
+    const char *correlation_id;
+};
+
+static void on_event(void *arg, const json_t *event)
+{
+    struct turn_ctx *c = arg;
+    const char *level = json_string_value(json_object_get(event, "level"));
+    const char *user = json_string_value(json_object_get(event, "user_message"));
+
+    if (!level || !strcmp(level, "technical") || !user)
+        return;
+    bus_publish(c->bus, c->correlation_id, "stage",
+                json_pack("{s:O?, s:O?, s:s}", "stage", json_object_get(event, "stage"), "kind",
+                          json_object_get(event, "kind"), "message", user));
+}
+
+size_t server_answer_piece(const char *answer, size_t len, size_t at)
+{
+    size_t end = at + SERVER_TOKEN_BYTES < len ? at + SERVER_TOKEN_BYTES : len;
+
+    while (end < len && answer[end - 1] != ' ' && answer[end - 1] != '\n' &&
+           end - at < SERVER_TOKEN_BYTES * 3)
+        end++;
+    while (end < len && ((unsigned char)answer[end] & 0xc0) == 0x80)
+        end++;
+    return end;
+}
+
+static void publish_tokens(struct bus *bus, const char *cid, const char *answer)
+{
+    size_t len = answer ? strlen(answer) : 0;
+
+    for (size_t at = 0; at < len;) {
+        char piece[SERVER_TOKEN_BYTES * 4 + 1];
+        size_t end = server_answer_piece(answer, len, at);
+        snprintf(piece, sizeof(piece), "%.*s", (int)(end - at), answer + at);
+        bus_publish(bus, cid, "token", json_pack("{s:s}", "text", piece));
+        at = end;
+    }
+}
+
+json_t *server_result_summary(const json_t *result)
+{
+    const json_t *decision = json_object_get(result, "decision");
+
+    return json_pack("{s:O, s:O, s:O, s:O, s:O, s:{s:O, s:O, s:O, s:O}, s:O, s:O, s:O, s:O,"
+                     " s:O, s:O*, s:n}",
+                     "correlation_id", json_object_get(result, "correlation_id"),
+                     "conversation_id", json_object_get(result, "conversation_id"), "turn",
+                     json_object_get(result, "turn"), "answer", json_object_get(result, "answer"),
+                     "sources", json_object_get(result, "sources"), "decision", "intent",
+                     json_object_get(decision, "intent"), "route",
+                     json_object_get(decision, "route"), "tool",
+                     json_object_get(decision, "force_tool"), "reasons",
+                     json_object_get(decision, "reasons"), "stage",
+                     json_object_get(result, "stage"), "clarification",
+                     json_object_get(result, "clarification"), "kind",
+                     json_object_get(result, "kind"), "tools_called",
+                     json_object_get(result, "tools_called"), "state",
+                     json_object_get(result, "state"), "providers",
+                     json_object_get(result, "providers"), "active_scenario");
+}
+
+static int pack_index(const struct server *srv, const char *pack)
+{
+    for (int i = 0; i < srv->n_packs; i++)
+        if (!strcmp(srv->packs[i], pack))
+            return i;
+    return -1;
+}
+
+static void run_job(struct worker *w, struct job *job)
+{
+    struct server *srv = w->srv;
+    struct turn_ctx ctx = {srv->bus, job->correlation_id};
+    int p = pack_index(srv, job->pack);
+    struct turn_request req = {
+        .conversation_id = job->new_conversation ? NULL : job->conversation_id,
+        .message = job->message,
+        .message_len = job->message_len,
+        .role = job->role[0] ? job->role : NULL,
+        .now_ms = job->now_ms,
+        .on_event = on_event,
+        .event_ctx = &ctx,
+        .new_conversation_id = job->new_conversation ? job->conversation_id : NULL,
+        .correlation_id = job->correlation_id,
+    };
+    struct keel_error err;
+    json_t *result = NULL, *summary;
+
+    keel_error_clear(&err);
+    bus_running(srv->bus, job->correlation_id);
+    if (p < 0)
+        keel_error_set(&err, KEEL_EINVAL, "pack", "pack \"%s\" is not served", job->pack);
+    else
+        pipeline_turn(w->pl[p], &req, &result, &err);
+    if (result && (summary = server_result_summary(result))) {
+        publish_tokens(srv->bus, job->correlation_id,
+                       json_string_value(json_object_get(result, "answer")));
+        bus_publish(srv->bus, job->correlation_id, "done", json_incref(summary));
+        bus_finish(srv->bus, job->correlation_id, summary, NULL, keel_clock_now());
+    } else {
+        json_t *error;
+        if (!err.code)
+            keel_error_set(&err, KEEL_ENOMEM, "turn", "out of memory");
+        error = json_pack("{s:i, s:s, s:s}", "code", err.code, "field", err.field, "message",
+                          err.message);
+        bus_publish(srv->bus, job->correlation_id, "error", json_incref(error));
+        bus_finish(srv->bus, job->correlation_id, NULL, error ? error : json_object(),
+                   keel_clock_now());
+    }
+    json_decref(result);
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct job *job;
+
+    while ((job = queue_pop(w->srv->queue, w->index))) {
+        run_job(w, job);
+        job_free(job);
+    }
+    return NULL;
+}
+
+static void worker_release(struct worker *w)
+{
+    for (int i = 0; i < SERVER_PACKS_MAX; i++)
+        pipeline_free(w->pl[i]);
+    store_close(w->store);
+}
+
+int workers_start(struct server *srv, struct keel_error *err)
+{
+    int rc;
+
+    if (!(srv->workers = keel_calloc((size_t)srv->n_workers, sizeof(*srv->workers))))
+        return keel_error_set(err, KEEL_ENOMEM, "workers", "out of memory");
+    for (int i = 0; i < srv->n_workers; i++) {
+        struct worker *w = &srv->workers[i];
+        w->srv = srv;
+        w->index = i;
+        if ((rc = store_open(srv->opt.db, &w->store, err)))
+            return rc;
+        for (int p = 0; p < srv->n_packs; p++) {
+            struct pipeline_options o = {srv->opt.packs_dir, srv->packs[p], w->store, NULL,
+                                         srv->opt.providers};
+            if ((rc = pipeline_new(&o, &w->pl[p], err)))
+                return rc;
+        }
+    }
+    for (int i = 0; i < srv->n_workers; i++) {
+        if (pthread_create(&srv->workers[i].thread, NULL, worker_main, &srv->workers[i]))
+            return keel_error_set(err, KEEL_ENOMEM, "workers", "cannot start worker %d", i);
+        srv->workers[i].running = 1;
+    }
+    return KEEL_OK;
+}
+
+void workers_join(struct server *srv)
+{
+    if (!srv->workers)
+        return;
+    for (int i = 0; i < srv->n_workers; i++)
+        if (srv->workers[i].running)
+            pthread_join(srv->workers[i].thread, NULL);
+    for (int i = 0; i < srv->n_workers; i++)
+        worker_release(&srv->workers[i]);
+    keel_free(srv->workers);
+    srv->workers = NULL;
+}

@@ -1,0 +1,228 @@
+# keel serve over HTTP with curl: health, models, a turn queued then
+# streamed (SSE) and polled, ?wait=1, a second message to a conversation
+# whose first turn is still queued, conversation and decision reads, the
+# error statuses, a stream replayed from the store after a restart with
+# Last-Event-ID, a graceful stop that finishes accepted turns, and the
+# options keel refuses.
+
+J='Content-Type: application/json'
+
+# serve_start DB [ARGS…]: starts keel serve on a free loopback port; sets
+# $URL and $SERVE_PID.
+serve_start() {
+    db=$1
+    shift
+    rm -f "$TMP/serve.port"
+    "$KEEL" serve --auth none --listen 127.0.0.1:0 --db "$db" --port-file "$TMP/serve.port" \
+        "$@" > "$TMP/serve.out" 2> "$TMP/serve.err" &
+    SERVE_PID=$!
+    i=0
+    while [ ! -s "$TMP/serve.port" ]; do
+        i=$((i + 1))
+        if [ "$i" -gt 600 ] || ! kill -0 "$SERVE_PID" 2>/dev/null; then
+            echo "keel serve did not start: $(cat "$TMP/serve.err")"
+            return 1
+        fi
+        sleep 0.05
+    done
+    URL="http://127.0.0.1:$(cat "$TMP/serve.port")"
+}
+
+serve_stop() {
+    kill -TERM "$SERVE_PID" 2>/dev/null || true
+    wait "$SERVE_PID" 2>/dev/null
+}
+
+# post PATH JSON: POST with a JSON body; the body in $OUT, status in $CODE.
+post() {
+    RC=0 ERR=
+    OUT=$(curl -s -H "$J" -o - -w '\n%{http_code}' -X POST "$URL$1" -d "$2")
+    CODE=$(printf '%s' "$OUT" | tail -n 1)
+    OUT=$(printf '%s' "$OUT" | sed '$d')
+}
+
+get() {
+    RC=0 ERR=
+    OUT=$(curl -s -o - -w '\n%{http_code}' "$URL$1")
+    CODE=$(printf '%s' "$OUT" | tail -n 1)
+    OUT=$(printf '%s' "$OUT" | sed '$d')
+}
+
+expect_code() {
+    [ "$CODE" = "$1" ] || fail "expected HTTP $1, got $CODE: $OUT"
+}
+
+test_serve_turn_streamed_and_polled() {
+    serve_start "$TMP/serve1.db"
+    get /healthz
+    expect_code 200
+    expect_json '.status' '"ok"'
+    expect_json '.workers' '2'
+    get /v1/models
+    expect_json '[.data[].id]' '["scholar","payer"]'
+    get /
+    expect_code 200
+    printf '%s' "$OUT" | grep -q 'EventSource' || fail "the page has no stream client"
+
+    post /v1/chat '{"message": "find recent papers on sleep and memory"}'
+    expect_code 202
+    expect_json '.status' '"queued"'
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    conv=$(printf '%s' "$OUT" | jq -r .conversation_id)
+    case "$cid" in turn_*) ;; *) fail "correlation id: $cid" ;; esac
+    expect_json '.links.stream' "\"/v1/stream/$cid\""
+
+    curl -s -N --max-time 20 "$URL/v1/stream/$cid" > "$TMP/sse.txt"
+    grep -q '^event: stage$' "$TMP/sse.txt" || fail "no stage events: $(head -c 400 "$TMP/sse.txt")"
+    grep -q '^data: {"kind":"info","message":"Searching for papers…","stage":"resolve"}$' "$TMP/sse.txt" ||
+        fail "no user-level search line"
+    grep -q '^event: token$' "$TMP/sse.txt" || fail "no answer tokens"
+    [ "$(grep -c '^event: done$' "$TMP/sse.txt")" = 1 ] || fail "not one done event"
+    [ "$(tail -n 3 "$TMP/sse.txt" | head -n 1 | cut -c1-11)" = "event: done" ] ||
+        fail "done is not last: $(tail -n 4 "$TMP/sse.txt")"
+    # the ids count up from 1 without gaps
+    ids=$(grep '^id: ' "$TMP/sse.txt" | cut -c5- | tr '\n' ' ')
+    n=$(grep -c '^id: ' "$TMP/sse.txt")
+    [ "$ids" = "$(seq 1 "$n" | tr '\n' ' ')" ] || fail "ids: $ids"
+    # the tokens put together are the answer of done and of the poll
+    tokens=$(grep -A1 '^event: token$' "$TMP/sse.txt" | grep '^data: ' | cut -c7- | jq -j .text)
+    done_answer=$(grep -A1 '^event: done$' "$TMP/sse.txt" | grep '^data: ' | cut -c7- | jq -j .answer)
+    [ "$tokens" = "$done_answer" ] || fail "tokens differ from the answer"
+    get "/v1/responses/$cid"
+    expect_code 200
+    expect_json '.status' '"done"'
+    expect_json '.conversation_id' "\"$conv\""
+    [ "$(printf '%s' "$OUT" | jq -j .result.answer)" = "$done_answer" ] || fail "poll answer differs"
+    expect_json '.result.decision.intent' '"direct_search"'
+    expect_json '.result.tools_called' '["search_papers"]'
+    expect_json '.result.stage' '"finding_papers"'
+    serve_stop
+}
+
+test_serve_wait_and_queued_conversation() {
+    serve_start "$TMP/serve2.db"
+    post /v1/chat '{"message": "how do I file an appeal", "pack": "payer"}'
+    expect_code 202
+    conv=$(printf '%s' "$OUT" | jq -r .conversation_id)
+    first=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    # sent at once, before the first turn may have ended
+    post '/v1/chat?wait=1' "{\"message\": \"Sunshine\", \"conversation_id\": \"$conv\"}"
+    expect_code 200
+    expect_json '.turn' '2'
+    expect_json '.clarification' 'null'
+    expect_json '.answer | contains("Sunshine Health")' 'true'
+    get "/v1/conversations/$conv"
+    expect_code 200
+    expect_json '[.pack, .turns, (.messages | length)]' '["payer",2,2]'
+    expect_json '.messages[0].user' '"how do I file an appeal"'
+    expect_json '.state.jurisdiction.payer' '"Sunshine Health"'
+    get "/v1/turns/$first/decision"
+    expect_code 200
+    expect_json '.turn' '1'
+    expect_json '.decision | has("intent")' 'true'
+    # a conversation of another pack cannot be continued under this one
+    post /v1/chat "{\"message\": \"x\", \"conversation_id\": \"$conv\", \"pack\": \"scholar\"}"
+    expect_code 400
+    expect_json '.error.field' '"pack"'
+    serve_stop
+}
+
+test_serve_errors() {
+    serve_start "$TMP/serve3.db"
+    post /v1/chat '{}'
+    expect_code 400
+    expect_json '.error' '{"code":"bad_request","message":"is required","field":"message"}'
+    post /v1/chat '{"message": "   "}'
+    expect_code 400
+    expect_json '.error.message' '"must not be blank"'
+    post /v1/chat '{"message": "x", "colour": "red"}'
+    expect_code 400
+    expect_json '.error.field' '"colour"'
+    post /v1/chat '{"message": "x", "pack": "nope"}'
+    expect_code 400
+    post /v1/chat '{"message": "x", "conversation_id": "conv_nope"}'
+    expect_code 404
+    post /v1/chat 'not json'
+    expect_code 400
+    expect_json '.error.code' '"bad_json"'
+    post /v1/chat '[1, 2]'
+    expect_code 400
+    long=$(head -c 9000 /dev/zero | tr '\0' 'a')
+    post /v1/chat "{\"message\": \"$long\"}"
+    expect_code 413
+    expect_json '.error.field' '"message"'
+    big=$(head -c 70000 /dev/zero | tr '\0' 'a')
+    printf '{"message": "%s"}' "$big" > "$TMP/big.json"
+    OUT=$(curl -s -H "$J" -w '\n%{http_code}' -X POST "$URL/v1/chat" --data-binary "@$TMP/big.json")
+    CODE=$(printf '%s' "$OUT" | tail -n 1)
+    expect_code 413
+    OUT=$(curl -s -w '\n%{http_code}' -X POST "$URL/v1/chat" -H 'Content-Type: text/plain' -d 'hi')
+    CODE=$(printf '%s' "$OUT" | tail -n 1)
+    expect_code 415
+    get /v1/chat
+    expect_code 405
+    get /v1/responses/turn_01AAAAAAAAAAAAAAAAAAAAAAAA
+    expect_code 404
+    expect_json '.error.field' '"correlation_id"'
+    get /v1/stream/turn_01AAAAAAAAAAAAAAAAAAAAAAAA
+    expect_code 404
+    get /v1/conversations/conv_nope
+    expect_code 404
+    get /v1/nowhere
+    expect_code 404
+    serve_stop
+}
+
+test_serve_replays_a_stream_after_restart() {
+    serve_start "$TMP/serve4.db"
+    post '/v1/chat?wait=1' '{"message": "find papers on graph neural networks"}'
+    expect_code 200
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    curl -s -N --max-time 20 "$URL/v1/stream/$cid" > "$TMP/live.txt"
+    serve_stop
+    serve_start "$TMP/serve4.db"
+    curl -s -N --max-time 20 "$URL/v1/stream/$cid" > "$TMP/replay.txt"
+    cmp -s "$TMP/live.txt" "$TMP/replay.txt" ||
+        fail "replay differs: $(diff "$TMP/live.txt" "$TMP/replay.txt" | head -n 10)"
+    n=$(grep -c '^id: ' "$TMP/replay.txt")
+    curl -s -N --max-time 20 -H "Last-Event-ID: $((n - 2))" "$URL/v1/stream/$cid" > "$TMP/resumed.txt"
+    [ "$(grep '^id: ' "$TMP/resumed.txt" | cut -c5- | tr '\n' ' ')" = "$((n - 1)) $n " ] ||
+        fail "resumed: $(grep '^id: ' "$TMP/resumed.txt" | tr '\n' ' ')"
+    serve_stop
+}
+
+test_serve_stops_after_accepted_turns() {
+    db="$TMP/serve5.db"
+    serve_start "$db" --workers 1
+    for i in 1 2 3 4 5 6 7 8; do
+        post /v1/chat '{"message": "find papers on protein folding"}'
+        expect_code 202
+    done
+    kill -TERM "$SERVE_PID"
+    wait "$SERVE_PID"
+    status=$?
+    [ "$status" = 0 ] || fail "exit status $status: $(cat "$TMP/serve.err")"
+    [ "$(sqlite3 "$db" 'SELECT count(*) FROM turns')" = 8 ] ||
+        fail "turns stored: $(sqlite3 "$db" 'SELECT count(*) FROM turns')"
+    grep -q '"server.stopped"' "$TMP/serve.err" || fail "no stop line"
+}
+
+test_serve_refuses_bad_options() {
+    run "$KEEL" serve --auth none --listen 0.0.0.0:0 --db "$TMP/serve6.db"
+    expect_rc 2
+    expect_err "--auth none is refused on 0.0.0.0"
+    run "$KEEL" serve --auth none --db mem:
+    expect_rc 2
+    expect_err "keel serve needs a SQLite file"
+    run "$KEEL" serve --db "$TMP/serve6.db"
+    expect_rc 2
+    expect_err "start with --auth none"
+    run "$KEEL" serve --auth none --listen nowhere --db "$TMP/serve6.db"
+    expect_rc 2
+    expect_err "must be HOST:PORT"
+    run "$KEEL" serve --auth none --workers 0 --db "$TMP/serve6.db"
+    expect_rc 2
+    run "$KEEL" serve --auth none --packs scholar,nope --listen 127.0.0.1:0 --db "$TMP/serve6.db"
+    expect_rc 1
+    expect_err "nope"
+}
