@@ -198,10 +198,79 @@ int store_get_turn(struct store *store, const char *correlation_id, json_t **out
     return store->ops->get_turn(store, correlation_id, out, err);
 }
 
+static int check_field(const char *value, const char *field, size_t max, struct keel_error *err)
+{
+    if (!value || !*value || strlen(value) > max)
+        return keel_error_set(err, KEEL_EINVAL, field, "must be 1 to %zu bytes", max);
+    return KEEL_OK;
+}
+
+int store_key_put(struct store *store, const struct store_key *key, const char *hash,
+                  struct keel_error *err)
+{
+    int rc;
+
+    if ((rc = check_field(key->id, "id", 64, err)) || (rc = check_field(key->user, "user", 128, err)) ||
+        (rc = check_field(key->role, "role", 16, err)) || (rc = check_field(hash, "hash", 128, err)))
+        return rc;
+    if (strcmp(key->role, "owner") && strcmp(key->role, "editor") && strcmp(key->role, "viewer"))
+        return keel_error_set(err, KEEL_EINVAL, "role", "must be owner, editor or viewer");
+    return store->ops->key_put(store, key, hash, err);
+}
+
+int store_key_find(struct store *store, const char *hash, struct store_key *out,
+                   struct keel_error *err)
+{
+    int rc = check_field(hash, "hash", 128, err);
+
+    memset(out, 0, sizeof(*out));
+    return rc ? rc : store->ops->key_find(store, hash, out, err);
+}
+
+int store_key_list(struct store *store, json_t **out, struct keel_error *err)
+{
+    return store->ops->key_list(store, out, err);
+}
+
+int store_key_revoke(struct store *store, const char *id, int64_t now_ms, struct keel_error *err)
+{
+    int rc = check_field(id, "id", 64, err);
+
+    return rc ? rc : store->ops->key_revoke(store, id, now_ms, err);
+}
+
+void store_key_release(struct store_key *key)
+{
+    keel_free(key->id);
+    keel_free(key->user);
+    keel_free(key->role);
+    memset(key, 0, sizeof(*key));
+}
+
+int store_share_put(struct store *store, const char *hash, const char *conversation_id,
+                    const char *user, int64_t now_ms, struct keel_error *err)
+{
+    int rc;
+
+    if ((rc = check_field(hash, "hash", 128, err)) || (rc = check_id(conversation_id, err)))
+        return rc;
+    return store->ops->share_put(store, hash, conversation_id, user, now_ms, err);
+}
+
+int store_share_find(struct store *store, const char *hash, char **conversation_id,
+                     struct keel_error *err)
+{
+    int rc = check_field(hash, "hash", 128, err);
+
+    *conversation_id = NULL;
+    return rc ? rc : store->ops->share_find(store, hash, conversation_id, err);
+}
+
 void store_conversation_release(struct store_conversation *conv)
 {
     keel_free(conv->id);
     keel_free(conv->pack);
+    keel_free(conv->owner);
     keel_free(conv->state_json);
     memset(conv, 0, sizeof(*conv));
 }

@@ -119,10 +119,21 @@ struct store_counts {
 struct store_conversation {
     char *id;
     char *pack;
+    char *owner;          /* the API user who created it; NULL when none (keel chat) */
     char *state_json;
     int turns;
     int64_t created_ms;
     int64_t updated_ms;
+};
+
+/* An API key: its id ("key_…"), the user it acts for and its role
+ * (owner, editor, viewer). Only a hash of the token is ever stored. */
+struct store_key {
+    char *id;
+    char *user;
+    char *role;
+    int64_t created_ms;
+    int64_t revoked_ms;   /* 0: active */
 };
 
 /* A quality counter to add to (seed 000 Phase G). */
@@ -139,6 +150,7 @@ struct store_metric {
 struct store_turn_record {
     const char *conversation_id;
     const char *pack;
+    const char *owner;           /* stored with turn 1 only; may be NULL */
     int seq;
     const char *correlation_id;
     int64_t ts_ms;
@@ -185,6 +197,17 @@ struct store_ops {
     int (*list_turns)(struct store *store, const char *id, json_t **out, struct keel_error *err);
     int (*get_turn)(struct store *store, const char *correlation_id, json_t **out,
                     struct keel_error *err);
+    int (*key_put)(struct store *store, const struct store_key *key, const char *hash,
+                   struct keel_error *err);
+    int (*key_find)(struct store *store, const char *hash, struct store_key *out,
+                    struct keel_error *err);
+    int (*key_list)(struct store *store, json_t **out, struct keel_error *err);
+    int (*key_revoke)(struct store *store, const char *id, int64_t now_ms,
+                      struct keel_error *err);
+    int (*share_put)(struct store *store, const char *hash, const char *conversation_id,
+                     const char *user, int64_t now_ms, struct keel_error *err);
+    int (*share_find)(struct store *store, const char *hash, char **conversation_id,
+                      struct keel_error *err);
 };
 
 /* Every backend's struct starts with this. */
@@ -247,6 +270,28 @@ int store_list_turns(struct store *store, const char *id, json_t **out, struct k
  * turn has that id. */
 int store_get_turn(struct store *store, const char *correlation_id, json_t **out,
                    struct keel_error *err);
+
+/* API keys. put: stores a new key under the hex SHA-256 `hash` of its
+ * token (KEEL_EFAIL when the id or hash exists). find: the key of a token
+ * hash, revoked or not (KEEL_ENOTFOUND). list: a new JSON array of {id,
+ * user, role, created_ms, revoked_ms}, oldest first, never a hash.
+ * revoke: marks a key revoked at `now_ms` (KEEL_ENOTFOUND; revoking twice
+ * keeps the first time). */
+int store_key_put(struct store *store, const struct store_key *key, const char *hash,
+                  struct keel_error *err);
+int store_key_find(struct store *store, const char *hash, struct store_key *out,
+                   struct keel_error *err);
+int store_key_list(struct store *store, json_t **out, struct keel_error *err);
+int store_key_revoke(struct store *store, const char *id, int64_t now_ms, struct keel_error *err);
+void store_key_release(struct store_key *key);
+
+/* Read-only share links: put stores the hash of a share token for a
+ * conversation (KEEL_ENOTFOUND when the conversation does not exist);
+ * find gives the conversation id of a token hash (KEEL_ENOTFOUND). */
+int store_share_put(struct store *store, const char *hash, const char *conversation_id,
+                    const char *user, int64_t now_ms, struct keel_error *err);
+int store_share_find(struct store *store, const char *hash, char **conversation_id,
+                     struct keel_error *err);
 
 /* Frees what a conversation owns. */
 void store_conversation_release(struct store_conversation *conv);

@@ -57,6 +57,8 @@ struct store_mem {
     size_t n_docs, cap_docs;
     size_t n_chunks;    /* over all documents */
     struct mem_conversations *conv;   /* store_mem_conv.c; NULL until the first turn */
+    json_t *keys;       /* hash -> {id, user, role, created_ms, revoked_ms} */
+    json_t *shares;     /* hash -> conversation id */
 };
 
 /* The words of one search, from store_query_words(). Repeated words are
@@ -696,7 +698,133 @@ static void mem_close(struct store *store)
     keel_free(mem->papers);
     keel_free(mem->docs);
     mem_conv_free(mem->conv);
+    json_decref(mem->keys);
+    json_decref(mem->shares);
     keel_free(mem);
+}
+
+/* ---- keys and share links ------------------------------------------------ */
+
+static int mem_key_put(struct store *store, const struct store_key *key, const char *hash,
+                       struct keel_error *err)
+{
+    struct store_mem *mem = (struct store_mem *)store;
+    const char *h;
+    json_t *k;
+
+    if (!mem->keys && !(mem->keys = json_object()))
+        return keel_error_set(err, KEEL_ENOMEM, "key", "out of memory");
+    json_object_foreach(mem->keys, h, k)
+        if (!strcmp(h, hash) || !strcmp(json_string_value(json_object_get(k, "id")), key->id))
+            return keel_error_set(err, KEEL_EFAIL, "id", "a key with this id or token exists");
+    k = json_pack("{s:s, s:s, s:s, s:I, s:I}", "id", key->id, "user", key->user, "role",
+                  key->role, "created_ms", (json_int_t)key->created_ms, "revoked_ms",
+                  (json_int_t)0);
+    if (!k || json_object_set_new(mem->keys, hash, k))
+        return keel_error_set(err, KEEL_ENOMEM, "key", "out of memory");
+    return KEEL_OK;
+}
+
+static int mem_key_find(struct store *store, const char *hash, struct store_key *out,
+                        struct keel_error *err)
+{
+    json_t *k = json_object_get(((struct store_mem *)store)->keys, hash);
+
+    if (!k)
+        return keel_error_set(err, KEEL_ENOTFOUND, "key", "no such key");
+    out->created_ms = json_integer_value(json_object_get(k, "created_ms"));
+    out->revoked_ms = json_integer_value(json_object_get(k, "revoked_ms"));
+    if (!(out->id = keel_strdup(json_string_value(json_object_get(k, "id")))) ||
+        !(out->user = keel_strdup(json_string_value(json_object_get(k, "user")))) ||
+        !(out->role = keel_strdup(json_string_value(json_object_get(k, "role"))))) {
+        store_key_release(out);
+        return keel_error_set(err, KEEL_ENOMEM, "key", "out of memory");
+    }
+    return KEEL_OK;
+}
+
+static int by_created(const void *a, const void *b)
+{
+    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    json_int_t cx = json_integer_value(json_object_get(x, "created_ms"));
+    json_int_t cy = json_integer_value(json_object_get(y, "created_ms"));
+
+    if (cx != cy)
+        return cx < cy ? -1 : 1;
+    return strcmp(json_string_value(json_object_get(x, "id")),
+                  json_string_value(json_object_get(y, "id")));
+}
+
+static int mem_key_list(struct store *store, json_t **out, struct keel_error *err)
+{
+    json_t *keys = ((struct store_mem *)store)->keys, *list = json_array(), *k;
+    json_t **all = keel_calloc(json_object_size(keys) + 1, sizeof(*all));
+    const char *h;
+    size_t n = 0;
+
+    if (!list || !all) {
+        json_decref(list);
+        keel_free(all);
+        return keel_error_set(err, KEEL_ENOMEM, "keys", "out of memory");
+    }
+    json_object_foreach(keys, h, k)
+        all[n++] = k;
+    qsort(all, n, sizeof(*all), by_created);
+    for (size_t i = 0; i < n; i++)
+        if (json_array_append_new(list, json_copy(all[i]))) {
+            json_decref(list);
+            keel_free(all);
+            return keel_error_set(err, KEEL_ENOMEM, "keys", "out of memory");
+        }
+    keel_free(all);
+    *out = list;
+    return KEEL_OK;
+}
+
+static int mem_key_revoke(struct store *store, const char *id, int64_t now_ms,
+                          struct keel_error *err)
+{
+    const char *h;
+    json_t *k;
+
+    json_object_foreach(((struct store_mem *)store)->keys, h, k)
+        if (!strcmp(json_string_value(json_object_get(k, "id")), id)) {
+            if (!json_integer_value(json_object_get(k, "revoked_ms")) &&
+                json_object_set_new(k, "revoked_ms", json_integer(now_ms)))
+                return keel_error_set(err, KEEL_ENOMEM, "id", "out of memory");
+            return KEEL_OK;
+        }
+    return keel_error_set(err, KEEL_ENOTFOUND, "id", "no key \"%s\"", id);
+}
+
+static int mem_share_put(struct store *store, const char *hash, const char *conversation_id,
+                         const char *user, int64_t now_ms, struct keel_error *err)
+{
+    struct store_mem *mem = (struct store_mem *)store;
+    struct store_conversation conv;
+    int rc;
+
+    (void)user;
+    (void)now_ms;
+    if ((rc = mem_conv_load(mem->conv, conversation_id, &conv, err)))
+        return rc;
+    store_conversation_release(&conv);
+    if ((!mem->shares && !(mem->shares = json_object())) ||
+        json_object_set_new(mem->shares, hash, json_string(conversation_id)))
+        return keel_error_set(err, KEEL_ENOMEM, "token", "out of memory");
+    return KEEL_OK;
+}
+
+static int mem_share_find(struct store *store, const char *hash, char **conversation_id,
+                          struct keel_error *err)
+{
+    json_t *id = json_object_get(((struct store_mem *)store)->shares, hash);
+
+    if (!id)
+        return keel_error_set(err, KEEL_ENOTFOUND, "token", "no such share link");
+    if (!(*conversation_id = keel_strdup(json_string_value(id))))
+        return keel_error_set(err, KEEL_ENOMEM, "token", "out of memory");
+    return KEEL_OK;
 }
 
 static int mem_load_conversation(struct store *store, const char *id,
@@ -741,6 +869,12 @@ static const struct store_ops mem_ops = {
     .metrics = mem_metrics,
     .list_turns = mem_list_turns,
     .get_turn = mem_get_turn,
+    .key_put = mem_key_put,
+    .key_find = mem_key_find,
+    .key_list = mem_key_list,
+    .key_revoke = mem_key_revoke,
+    .share_put = mem_share_put,
+    .share_find = mem_share_find,
 };
 
 /* Opens an empty in-memory store into *out; close it with store_close(),

@@ -42,6 +42,11 @@ int mem_conv_load(const struct mem_conversations *conv, const char *id,
     out->turns = (int)json_integer_value(json_object_get(c, "turns"));
     out->created_ms = json_integer_value(json_object_get(c, "created"));
     out->updated_ms = json_integer_value(json_object_get(c, "updated"));
+    if (json_is_string(json_object_get(c, "owner")) &&
+        !(out->owner = keel_strdup(json_string_value(json_object_get(c, "owner"))))) {
+        store_conversation_release(out);
+        return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
+    }
     if (!(out->id = keel_strdup(id)) ||
         !(out->pack = keel_strdup(json_string_value(json_object_get(c, "pack")))) ||
         !(out->state_json = keel_strdup(json_string_value(json_object_get(c, "state"))))) {
@@ -82,8 +87,8 @@ static int next_conversation(const struct mem_conversations *conv,
         return keel_error_set(err, KEEL_EFAIL, "conversation_id",
                               "conversation \"%s\" changed since it was read (turn %d of %s)",
                               rec->conversation_id, rec->seq, rec->pack);
-    c = old ? json_copy(old) : json_pack("{s:s,s:I,s:[]}", "pack", rec->pack, "created",
-                                         (json_int_t)rec->ts_ms, "list");
+    c = old ? json_copy(old) : json_pack("{s:s,s:I,s:[],s:s?}", "pack", rec->pack, "created",
+                                         (json_int_t)rec->ts_ms, "list", "owner", rec->owner);
     if (c) {   /* a shallow copy: the list is new, its turns shared */
         json_t *list = json_copy(json_object_get(c, "list"));
         turn = turn_json(rec);

@@ -975,6 +975,12 @@ static const struct store_ops sqlite_ops = {
     .metrics = sqlite_metrics,
     .list_turns = sqlite_list_turns,
     .get_turn = sqlite_get_turn,
+    .key_put = sqlite_key_put,
+    .key_find = sqlite_key_find,
+    .key_list = sqlite_key_list,
+    .key_revoke = sqlite_key_revoke,
+    .share_put = sqlite_share_put,
+    .share_find = sqlite_share_find,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

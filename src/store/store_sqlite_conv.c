@@ -41,7 +41,8 @@ int sqlite_load_conversation(struct store *store, const char *id, struct store_c
         out->created_ms = sqlite3_column_int64(stmt, 3);
         out->updated_ms = sqlite3_column_int64(stmt, 4);
         if (!(out->id = keel_strdup(id)) || sqlite_column_dup(stmt, 0, &out->pack) ||
-            sqlite_column_dup(stmt, 1, &out->state_json)) {
+            sqlite_column_dup(stmt, 1, &out->state_json) ||
+            sqlite_column_dup(stmt, 5, &out->owner)) {
             store_conversation_release(out);
             rc = keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
         }
@@ -68,6 +69,7 @@ static int write_conversation(struct sqlite_store *st, const struct store_turn_r
         BIND_TEXT(stmt, 2, rec->pack);
         BIND_TEXT(stmt, 3, rec->state_json);
         sqlite3_bind_int64(stmt, 4, rec->ts_ms);
+        BIND_TEXT(stmt, 5, rec->owner);   /* NULL binds NULL */
         rc = sqlite3_step(stmt);
         sqlite_stmt_done(stmt);
         if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)

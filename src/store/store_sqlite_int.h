@@ -46,6 +46,12 @@ enum stmt_id {
     ST_METRICS,
     ST_TURNS_LIST,
     ST_TURN_GET,
+    ST_KEY_INSERT,
+    ST_KEY_FIND,
+    ST_KEY_LIST,
+    ST_KEY_REVOKE,
+    ST_SHARE_INSERT,
+    ST_SHARE_FIND,
     ST_COUNT
 };
 
@@ -110,5 +116,18 @@ int sqlite_metrics(struct store *store, json_t **out, struct keel_error *err);
 int sqlite_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err);
 int sqlite_get_turn(struct store *store, const char *correlation_id, json_t **out,
                     struct keel_error *err);
+
+/* Keys and share links (store_sqlite_auth.c). */
+int sqlite_key_put(struct store *store, const struct store_key *key, const char *hash,
+                   struct keel_error *err);
+int sqlite_key_find(struct store *store, const char *hash, struct store_key *out,
+                    struct keel_error *err);
+int sqlite_key_list(struct store *store, json_t **out, struct keel_error *err);
+int sqlite_key_revoke(struct store *store, const char *id, int64_t now_ms,
+                      struct keel_error *err);
+int sqlite_share_put(struct store *store, const char *hash, const char *conversation_id,
+                     const char *user, int64_t now_ms, struct keel_error *err);
+int sqlite_share_find(struct store *store, const char *hash, char **conversation_id,
+                      struct keel_error *err);
 
 #endif

@@ -121,6 +121,21 @@ const struct migration sqlite_migrations[] = {
      "CREATE TABLE metrics (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"},
     /* 4: a turn found by its correlation id (the HTTP API's handle). */
     {4, "CREATE UNIQUE INDEX turns_correlation ON turns(correlation_id);"},
+    /* 5: API keys (only token hashes), conversation owners, share links. */
+    {5,
+     "ALTER TABLE conversations ADD COLUMN owner TEXT;"
+     "CREATE TABLE api_keys ("
+     " id TEXT PRIMARY KEY,"
+     " user TEXT NOT NULL,"
+     " role TEXT NOT NULL CHECK (role IN ('owner', 'editor', 'viewer')),"
+     " hash TEXT NOT NULL UNIQUE,"
+     " created_at INTEGER NOT NULL,"
+     " revoked_at INTEGER) WITHOUT ROWID;"
+     "CREATE TABLE shares ("
+     " hash TEXT PRIMARY KEY,"
+     " conversation_id TEXT NOT NULL REFERENCES conversations(id),"
+     " created_by TEXT,"
+     " created_at INTEGER NOT NULL) WITHOUT ROWID;"},
 };
 
 const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0]);
@@ -184,10 +199,10 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
         " ORDER BY top.score DESC, top.document_id ASC, top.ordinal ASC",
     [ST_COUNTS] = "SELECT (SELECT count(*) FROM papers), (SELECT count(*) FROM documents),"
                   " (SELECT count(*) FROM chunks)",
-    [ST_CONV_GET] = "SELECT pack, state, turns, created_at, updated_at FROM conversations"
+    [ST_CONV_GET] = "SELECT pack, state, turns, created_at, updated_at, owner FROM conversations"
                     " WHERE id = ?1",
-    [ST_CONV_INSERT] = "INSERT INTO conversations (id, pack, state, turns, created_at, updated_at)"
-                       " VALUES (?1, ?2, ?3, 1, ?4, ?4)",
+    [ST_CONV_INSERT] = "INSERT INTO conversations (id, pack, state, turns, created_at, updated_at,"
+                       " owner) VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5)",
     /* Guarded by the turn count: a turn saved from a stale read changes
      * no row, and the save reports a conflict. */
     [ST_CONV_UPDATE] = "UPDATE conversations SET state = ?2, turns = ?3, updated_at = ?4"
@@ -219,4 +234,14 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
                     " LEFT JOIN decisions AS d ON d.conversation_id = t.conversation_id"
                     "  AND d.turn_seq = t.seq"
                     " WHERE t.correlation_id = ?1",
+    [ST_KEY_INSERT] = "INSERT INTO api_keys (id, user, role, hash, created_at) VALUES (?1, ?2, ?3,"
+                      " ?4, ?5)",
+    [ST_KEY_FIND] = "SELECT id, user, role, created_at, coalesce(revoked_at, 0) FROM api_keys"
+                    " WHERE hash = ?1",
+    [ST_KEY_LIST] = "SELECT id, user, role, created_at, coalesce(revoked_at, 0) FROM api_keys"
+                    " ORDER BY created_at, id",
+    [ST_KEY_REVOKE] = "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?2) WHERE id = ?1",
+    [ST_SHARE_INSERT] = "INSERT INTO shares (hash, conversation_id, created_by, created_at)"
+                        " SELECT ?1, id, ?3, ?4 FROM conversations WHERE id = ?2",
+    [ST_SHARE_FIND] = "SELECT conversation_id FROM shares WHERE hash = ?1",
 };

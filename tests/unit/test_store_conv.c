@@ -366,6 +366,68 @@ START_TEST(test_conv_get_turn_by_correlation)
 }
 END_TEST
 
+START_TEST(test_conv_keys_owners_and_shares)
+{
+    struct store *store = store_fresh();
+    struct store_key alice = {(char *)"key_a", (char *)"alice", (char *)"editor", T0, 0};
+    struct store_key bob = {(char *)"key_b", (char *)"bob", (char *)"viewer", T0 + 1, 0};
+    struct store_key bad = {(char *)"key_c", (char *)"carol", (char *)"admin", T0, 0};
+    struct store_key found;
+    struct store_conversation conv;
+    struct record_texts buf;
+    struct store_turn_record rec;
+    struct keel_error err;
+    json_t *list = NULL;
+    char *shared = NULL;
+
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_key_put(store, &alice, "hash-a", &err), KEEL_OK);
+    ck_assert_int_eq(store_key_put(store, &bob, "hash-b", &err), KEEL_OK);
+    ck_assert_int_eq(store_key_put(store, &alice, "hash-x", &err), KEEL_EFAIL);   /* same id */
+    ck_assert_int_eq(store_key_put(store, &bad, "hash-c", &err), KEEL_EINVAL);
+    ck_assert_str_eq(err.field, "role");
+    ck_assert_int_eq(store_key_find(store, "hash-a", &found, &err), KEEL_OK);
+    ck_assert_str_eq(found.user, "alice");
+    ck_assert_str_eq(found.role, "editor");
+    ck_assert(found.revoked_ms == 0);
+    store_key_release(&found);
+    ck_assert_int_eq(store_key_find(store, "hash-zz", &found, &err), KEEL_ENOTFOUND);
+    ck_assert_int_eq(store_key_list(store, &list, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(list), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "id")), "key_a");
+    ck_assert_ptr_null(json_object_get(json_array_get(list, 0), "hash"));   /* never listed */
+    json_decref(list);
+    ck_assert_int_eq(store_key_revoke(store, "key_a", T0 + 50, &err), KEEL_OK);
+    ck_assert_int_eq(store_key_revoke(store, "key_a", T0 + 99, &err), KEEL_OK);
+    ck_assert_int_eq(store_key_find(store, "hash-a", &found, &err), KEEL_OK);
+    ck_assert(found.revoked_ms == T0 + 50);   /* the first revocation stands */
+    store_key_release(&found);
+    ck_assert_int_eq(store_key_revoke(store, "key_nope", T0, &err), KEEL_ENOTFOUND);
+
+    /* An owner is stored with turn 1 and read back; none for keel chat. */
+    rec = record_make("conv_owned", 1, &buf);
+    rec.owner = "alice";
+    ck_assert_int_eq(store_save_turn(store, &rec, &err), KEEL_OK);
+    save_ok(store, "conv_free", 1);
+    ck_assert_int_eq(store_load_conversation(store, "conv_owned", &conv, &err), KEEL_OK);
+    ck_assert_str_eq(conv.owner, "alice");
+    store_conversation_release(&conv);
+    ck_assert_int_eq(store_load_conversation(store, "conv_free", &conv, &err), KEEL_OK);
+    ck_assert_ptr_null(conv.owner);
+    store_conversation_release(&conv);
+
+    ck_assert_int_eq(store_share_put(store, "share-1", "conv_owned", "alice", T0, &err), KEEL_OK);
+    ck_assert_int_eq(store_share_find(store, "share-1", &shared, &err), KEEL_OK);
+    ck_assert_str_eq(shared, "conv_owned");
+    keel_free(shared);
+    ck_assert_int_eq(store_share_put(store, "share-2", "conv_nope", "alice", T0, &err),
+                     KEEL_ENOTFOUND);
+    ck_assert_int_eq(store_share_find(store, "share-2", &shared, &err), KEEL_ENOTFOUND);
+    ck_assert_ptr_null(shared);
+    store_close(store);
+}
+END_TEST
+
 START_TEST(test_conv_unknown_ids)
 {
     struct store *store = store_fresh();
@@ -571,6 +633,7 @@ static void add_contract_tests(TCase *tc)
     tcase_add_test(tc, test_conv_metrics_add_up);
     tcase_add_test(tc, test_conv_list_turns_has_both_messages);
     tcase_add_test(tc, test_conv_get_turn_by_correlation);
+    tcase_add_test(tc, test_conv_keys_owners_and_shares);
     tcase_add_test(tc, test_conv_unknown_ids);
     tcase_add_test(tc, test_conv_argument_errors);
 }
