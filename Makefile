@@ -12,7 +12,7 @@
 #
 # Dependencies come from pkg-config only; scripts/install-deps installs them.
 
-PKGS      := jansson yaml-0.1 sqlite3 libcurl libevent libevent_pthreads
+PKGS      := jansson yaml-0.1 sqlite3 libcurl libevent libevent_pthreads libcrypto
 CC        ?= cc
 CFLAGS    ?= -O2 -g
 SANITIZE  ?=

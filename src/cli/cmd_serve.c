@@ -13,7 +13,7 @@ static void serve_usage(FILE *out)
 {
     fprintf(out,
             "usage: keel serve [--listen HOST:PORT] [--db FILE] [--workers N] [--packs LIST]\n"
-            "                  --auth none [--providers LIST] [--port-file FILE]\n\n"
+            "                  [--auth keys|none] [--providers LIST] [--port-file FILE]\n\n"
             "Serves the HTTP API (POST /v1/chat, GET /v1/responses/ID, GET /v1/stream/ID, …)\n"
             "and the web page at /. Turns run on worker threads; SIGTERM or Ctrl-C stops\n"
             "accepting, finishes the accepted turns, then exits. Each pack's sample data is\n"
@@ -23,6 +23,8 @@ static void serve_usage(FILE *out)
             "  --workers N          worker threads (default 2)\n"
             "  --packs LIST         packs to serve, the first is the default\n"
             "                       (default scholar,payer)\n"
+            "  --auth keys          every /v1 route needs \"Authorization: Bearer TOKEN\" of a\n"
+            "                       key made with keel keys create (the default)\n"
             "  --auth none          no API keys: only on a loopback address (the demo)\n"
             "  --providers LIST     remote paper providers, as for keel chat\n"
             "  --port-file FILE     write the bound port to FILE once listening\n");
@@ -61,11 +63,11 @@ int cmd_serve(int argc, char **argv)
         }
         case 'p': o.packs = optarg; break;
         case 'a':
-            if (strcmp(optarg, "none")) {
-                fprintf(stderr, "keel: --auth: only \"none\" exists yet (API keys come next)\n");
+            if (strcmp(optarg, "none") && strcmp(optarg, "keys")) {
+                fprintf(stderr, "keel: --auth: keys or none, got \"%s\"\n", optarg);
                 return 2;
             }
-            o.auth_none = 1;
+            o.auth_none = !strcmp(optarg, "none");
             break;
         case 'P': o.providers = optarg; break;
         case 'f': o.port_file = optarg; break;

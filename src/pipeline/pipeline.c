@@ -113,6 +113,21 @@ int pipeline_check_role(const struct pipeline *pl, const char *role, struct keel
                           pl->pack->name, names);
 }
 
+const char *pipeline_role_for(const struct pipeline *pl, const char *api_role)
+{
+    const struct pack *pack = pl->pack;
+
+    if (pack_role_index(pack, api_role) >= 0)
+        return api_role;
+    if (!strcmp(api_role, "viewer")) {
+        for (size_t i = 0; i < pack->n_roles; i++)
+            if (!(pack->roles[i].access & PACK_WRITE))
+                return pack->roles[i].name;
+        return NULL;
+    }
+    return pack->roles[pack->default_role].name;
+}
+
 const char *pipeline_pack_name(const struct pipeline *pl)
 {
     return pl->pack->name;

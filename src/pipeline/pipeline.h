@@ -59,6 +59,7 @@ struct turn_request {
                                         * the turn runs (keel_id_new("conv")); NULL: a fresh one */
     const char *correlation_id;        /* the turn's id, named by the caller (keel_id_new("turn"));
                                         * NULL: a fresh one */
+    const char *owner;                 /* the API user a new conversation belongs to; NULL: none */
 };
 
 struct pipeline;
@@ -74,6 +75,12 @@ void pipeline_free(struct pipeline *pl);
 /* Checks `role` (NULL: the default) against the pack: KEEL_EINVAL naming
  * "role" and listing the pack's roles when it has no such role. */
 int pipeline_check_role(const struct pipeline *pl, const char *role, struct keel_error *err);
+
+/* The pack role an API role (owner, editor, viewer) acts as: the pack's
+ * role of that name when it has one; else viewer is the pack's first
+ * role without write access and owner/editor its default role. NULL when
+ * a viewer finds no read-only role (the turn must not run). */
+const char *pipeline_role_for(const struct pipeline *pl, const char *api_role);
 
 /* The pack's name. */
 const char *pipeline_pack_name(const struct pipeline *pl);

@@ -135,6 +135,7 @@ int stage_publish(struct turn *t, struct keel_error *err)
         goto out;
     memset(&rec, 0, sizeof(rec));
     rec.conversation_id = t->conversation_id;
+    rec.owner = t->req->owner;
     rec.pack = t->pl->pack->name;
     rec.seq = t->seq;
     rec.correlation_id = t->correlation_id;

@@ -6,6 +6,7 @@
 #include "server/bus.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -84,7 +85,7 @@ static void make_room(struct bus *bus)
 }
 
 int bus_open(struct bus *bus, const char *correlation_id, const char *conversation_id,
-             int64_t now_ms)
+             const char *owner, int64_t now_ms)
 {
     json_t *rec;
     int rc = KEEL_OK;
@@ -93,8 +94,9 @@ int bus_open(struct bus *bus, const char *correlation_id, const char *conversati
     make_room(bus);
     if (json_object_size(bus->turns) >= bus->capacity) {
         rc = KEEL_EFAIL;
-    } else if (!(rec = json_pack("{s:i, s:s, s:[], s:I}", "status", BUS_QUEUED, "conversation_id",
-                                 conversation_id, "events", "opened", (json_int_t)now_ms)) ||
+    } else if (!(rec = json_pack("{s:i, s:s, s:s, s:[], s:I}", "status", BUS_QUEUED,
+                                 "conversation_id", conversation_id, "owner",
+                                 owner ? owner : "", "events", "opened", (json_int_t)now_ms)) ||
                json_object_set_new(bus->turns, correlation_id, rec)) {
         rc = KEEL_ENOMEM;
     } else {
@@ -194,6 +196,20 @@ enum bus_status bus_read(struct bus *bus, const char *correlation_id, long after
     }
     pthread_mutex_unlock(&bus->lock);
     return status;
+}
+
+int bus_owner(struct bus *bus, const char *correlation_id, char *out, size_t n)
+{
+    json_t *rec;
+    int known;
+
+    pthread_mutex_lock(&bus->lock);
+    rec = json_object_get(bus->turns, correlation_id);
+    known = rec != NULL;
+    if (rec && n)
+        snprintf(out, n, "%s", json_string_value(json_object_get(rec, "owner")));
+    pthread_mutex_unlock(&bus->lock);
+    return known;
 }
 
 size_t bus_open_turns(struct bus *bus)

@@ -31,7 +31,11 @@ void bus_free(struct bus *bus);
 /* Starts the record of a queued turn. KEEL_ENOMEM; KEEL_EFAIL when the
  * bus holds `capacity` unfinished turns. */
 int bus_open(struct bus *bus, const char *correlation_id, const char *conversation_id,
-             int64_t now_ms);
+             const char *owner, int64_t now_ms);
+
+/* The owner given at bus_open ("" for none) into `out`; 0 when the bus
+ * does not know the turn. */
+int bus_owner(struct bus *bus, const char *correlation_id, char *out, size_t n);
 
 void bus_running(struct bus *bus, const char *correlation_id);
 

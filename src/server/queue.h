@@ -21,7 +21,8 @@ struct job {
     char conversation_id[KEEL_ID_MAX + 96];
     int new_conversation;       /* conversation_id names a conversation this turn creates */
     char pack[64];
-    char role[32];              /* "" : the pack's default */
+    char role[32];              /* the API role (owner, editor, viewer); "": the pack's default */
+    char owner[129];            /* the API user; "": none (--auth none) */
     char *message;              /* owned, NUL-terminated */
     size_t message_len;
     int64_t now_ms;             /* 0: the clock when the turn runs */

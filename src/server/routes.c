@@ -4,9 +4,90 @@
  * decision log.
  */
 #include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
 #include <string.h>
+#include <strings.h>
 
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "server/auth.h"
 #include "server/server_int.h"
+
+/* ---- who is asking -------------------------------------------------------- */
+
+int principal_may_read(const struct principal *who, const char *owner)
+{
+    return who->open || (owner && *owner && !strcmp(owner, who->user));
+}
+
+int turn_owner(struct server *srv, const char *cid, char *owner, size_t n, struct keel_error *err)
+{
+    struct store_conversation conv;
+    json_t *turn = NULL;
+    int rc;
+
+    if (bus_owner(srv->bus, cid, owner, n))
+        return KEEL_OK;
+    if ((rc = store_get_turn(srv->store, cid, &turn, err)))
+        return rc;
+    rc = store_load_conversation(srv->store,
+                                 json_string_value(json_object_get(turn, "conversation_id")),
+                                 &conv, err);
+    json_decref(turn);
+    if (rc)
+        return rc;
+    snprintf(owner, n, "%s", conv.owner ? conv.owner : "");
+    store_conversation_release(&conv);
+    return KEEL_OK;
+}
+
+/* The key of "Authorization: Bearer TOKEN" (or, for EventSource, which
+ * cannot send headers, ?access_token= on a stream). 0 and a 401 sent
+ * when there is no valid key. */
+static int authenticate(struct server *srv, struct evhttp_request *req, int stream,
+                        struct principal *who)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    char query[160], hash[AUTH_HASH_MAX];
+    const char *token = NULL;
+    struct store_key key;
+    struct keel_error err;
+
+    memset(who, 0, sizeof(*who));
+    if (srv->opt.auth_none) {
+        who->open = 1;
+        return 1;
+    }
+    if (h && !strncasecmp(h, "Bearer ", 7))
+        token = h + 7;
+    else if (stream)
+        token = http_query(req, "access_token", query, sizeof(query));
+    evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
+    if (!token || !*token || strlen(token) >= AUTH_TOKEN_MAX) {
+        http_error(req, 401, "unauthorized", "Authorization",
+                   "send an API key: Authorization: Bearer TOKEN (keel keys create)");
+        return 0;
+    }
+    auth_token_hash(token, hash);
+    keel_error_clear(&err);
+    if (store_key_find(srv->store, hash, &key, &err)) {
+        if (err.code == KEEL_ENOTFOUND)
+            http_error(req, 401, "unauthorized", "Authorization", "the API key is not valid");
+        else
+            http_keel_error(req, &err);
+        return 0;
+    }
+    if (key.revoked_ms) {
+        store_key_release(&key);
+        http_error(req, 401, "unauthorized", "Authorization", "the API key was revoked");
+        return 0;
+    }
+    evhttp_remove_header(evhttp_request_get_output_headers(req), "WWW-Authenticate");
+    snprintf(who->user, sizeof(who->user), "%s", key.user);
+    snprintf(who->role, sizeof(who->role), "%s", key.role);
+    store_key_release(&key);
+    return 1;
+}
 
 static void route_page(struct evhttp_request *req)
 {
@@ -45,7 +126,8 @@ static void route_models(struct server *srv, struct evhttp_request *req)
     http_json(req, 200, json_pack("{s:s, s:o}", "object", "list", "data", data));
 }
 
-void route_conversation(struct server *srv, struct evhttp_request *req, const char *id)
+void route_conversation(struct server *srv, struct evhttp_request *req, const char *id,
+                        const struct principal *who)
 {
     struct store_conversation conv;
     struct keel_error err;
@@ -54,6 +136,11 @@ void route_conversation(struct server *srv, struct evhttp_request *req, const ch
     keel_error_clear(&err);
     if (store_load_conversation(srv->store, id, &conv, &err)) {
         http_keel_error(req, &err);
+        return;
+    }
+    if (!principal_may_read(who, conv.owner)) {   /* another user's: as if absent */
+        store_conversation_release(&conv);
+        http_error(req, 404, "not_found", "conversation_id", "no conversation \"%s\"", id);
         return;
     }
     if (store_list_turns(srv->store, id, &turns, &err)) {
@@ -70,14 +157,22 @@ void route_conversation(struct server *srv, struct evhttp_request *req, const ch
     store_conversation_release(&conv);
 }
 
-void route_decision(struct server *srv, struct evhttp_request *req, const char *cid)
+void route_decision(struct server *srv, struct evhttp_request *req, const char *cid,
+                    const struct principal *who)
 {
     struct keel_error err;
     json_t *turn = NULL;
+    char owner[160];
 
     keel_error_clear(&err);
-    if (store_get_turn(srv->store, cid, &turn, &err)) {
+    if (turn_owner(srv, cid, owner, sizeof(owner), &err) ||
+        store_get_turn(srv->store, cid, &turn, &err)) {
         http_keel_error(req, &err);
+        return;
+    }
+    if (!principal_may_read(who, owner)) {
+        json_decref(turn);
+        http_error(req, 404, "not_found", "correlation_id", "no turn \"%s\"", cid);
         return;
     }
     http_json(req, 200,
@@ -87,6 +182,64 @@ void route_decision(struct server *srv, struct evhttp_request *req, const char *
                         json_object_get(turn, "turn"), "decision",
                         json_object_get(turn, "decision")));
     json_decref(turn);
+}
+
+/* POST /v1/conversations/{id}/share → {token, url}: a read-only link.
+ * Viewers may read, not share. */
+void route_share(struct server *srv, struct evhttp_request *req, const char *id,
+                 const struct principal *who)
+{
+    struct store_conversation conv;
+    struct keel_error err;
+    char key[AUTH_TOKEN_MAX], token[AUTH_TOKEN_MAX], hash[AUTH_HASH_MAX], url[160];
+
+    keel_error_clear(&err);
+    if (!who->open && !strcmp(who->role, "viewer")) {
+        http_error(req, 403, "forbidden", "role", "a viewer cannot share conversations");
+        return;
+    }
+    if (store_load_conversation(srv->store, id, &conv, &err)) {
+        http_keel_error(req, &err);
+        return;
+    }
+    if (!principal_may_read(who, conv.owner)) {
+        store_conversation_release(&conv);
+        http_error(req, 404, "not_found", "conversation_id", "no conversation \"%s\"", id);
+        return;
+    }
+    store_conversation_release(&conv);
+    if (auth_token_new(key, sizeof(key), &err)) {
+        http_keel_error(req, &err);
+        return;
+    }
+    snprintf(token, sizeof(token), "shr_%s", key + 5);   /* a share link, not an API key */
+    auth_token_hash(token, hash);
+    if (store_share_put(srv->store, hash, id, who->open ? NULL : who->user, keel_clock_now(),
+                        &err)) {
+        http_keel_error(req, &err);
+        return;
+    }
+    snprintf(url, sizeof(url), "/v1/shared/%s", token);
+    http_json(req, 201, json_pack("{s:s, s:s, s:s}", "conversation_id", id, "token", token,
+                                  "url", url));
+}
+
+/* GET /v1/shared/{token}: the conversation, read only, for whoever holds
+ * the link (no API key needed). */
+void route_shared(struct server *srv, struct evhttp_request *req, const char *token)
+{
+    struct principal anyone = {1, "", ""};
+    struct keel_error err;
+    char hash[AUTH_HASH_MAX], *id = NULL;
+
+    auth_token_hash(token, hash);
+    keel_error_clear(&err);
+    if (strlen(token) >= AUTH_TOKEN_MAX || store_share_find(srv->store, hash, &id, &err)) {
+        http_error(req, 404, "not_found", "token", "no such share link");
+        return;
+    }
+    route_conversation(srv, req, id, &anyone);
+    keel_free(id);
 }
 
 /* "/v1/stream/ID" with prefix "/v1/stream/" → ID when it is one path
@@ -108,8 +261,16 @@ void route_request(struct evhttp_request *req, void *arg)
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
     char path[512], id[160];
     int get = method == EVHTTP_REQ_GET, post = method == EVHTTP_REQ_POST;
+    struct principal who;
 
     http_path(req, path, sizeof(path));
+    if (tail_id(path, "/v1/shared/", id, sizeof(id)) && get) {
+        route_shared(srv, req, id);
+        return;
+    }
+    if (!strncmp(path, "/v1/", 4) &&
+        !authenticate(srv, req, !strncmp(path, "/v1/stream/", 11), &who))
+        return;
     if (!strcmp(path, "/") || !strcmp(path, "/index.html")) {
         if (get)
             route_page(req);
@@ -127,27 +288,33 @@ void route_request(struct evhttp_request *req, void *arg)
     }
     if (!strcmp(path, "/v1/chat")) {
         if (post)
-            route_chat(srv, req);
+            route_chat(srv, req, &who);
         else
             http_error(req, 405, "method_not_allowed", NULL, "use POST");
         return;
     }
     if (tail_id(path, "/v1/responses/", id, sizeof(id)) && get) {
-        route_response(srv, req, id);
+        route_response(srv, req, id, &who);
         return;
     }
     if (tail_id(path, "/v1/stream/", id, sizeof(id)) && get) {
-        route_stream(srv, req, id);
+        route_stream(srv, req, id, &who);
         return;
     }
     if (tail_id(path, "/v1/conversations/", id, sizeof(id)) && get) {
-        route_conversation(srv, req, id);
+        route_conversation(srv, req, id, &who);
+        return;
+    }
+    if (!strncmp(path, "/v1/conversations/", 18) && strlen(path) > 24 &&
+        !strcmp(path + strlen(path) - 6, "/share") && post) {
+        snprintf(id, sizeof(id), "%.*s", (int)(strlen(path) - 24), path + 18);
+        route_share(srv, req, id, &who);
         return;
     }
     if (!strncmp(path, "/v1/turns/", 10) && strlen(path) > 19 &&
         !strcmp(path + strlen(path) - 9, "/decision") && get) {
         snprintf(id, sizeof(id), "%.*s", (int)(strlen(path) - 19), path + 10);
-        route_decision(srv, req, id);
+        route_decision(srv, req, id, &who);
         return;
     }
     http_error(req, 404, "not_found", "path", "no route %s %s",

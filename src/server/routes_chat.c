@@ -44,7 +44,7 @@ static int pack_served(const struct server *srv, const char *pack)
  * next message may arrive before the first turn ends. {id: {pack, at}}. */
 static json_t *pending_conversations;
 
-static void pending_add(const char *id, const char *pack)
+static void pending_add(const char *id, const char *pack, const char *owner)
 {
     const char *key;
     json_t *v, *tmp;
@@ -56,7 +56,8 @@ static void pending_add(const char *id, const char *pack)
         if (now - json_integer_value(json_object_get(v, "at")) > PENDING_KEEP_MS)
             json_object_del(pending_conversations, key);
     json_object_set_new(pending_conversations, id,
-                        json_pack("{s:s, s:I}", "pack", pack, "at", (json_int_t)now));
+                        json_pack("{s:s, s:s, s:I}", "pack", pack, "owner", owner, "at",
+                                  (json_int_t)now));
 }
 
 static int message_ok(struct evhttp_request *req, const json_t *message)
@@ -88,7 +89,7 @@ static int message_ok(struct evhttp_request *req, const json_t *message)
  * pending) conversation, or a new one. Sends the error and returns 0 on
  * failure. */
 static int conversation_for(struct server *srv, struct evhttp_request *req, const json_t *body,
-                            struct job *job)
+                            const struct principal *who, struct job *job)
 {
     const json_t *id = json_object_get(body, "conversation_id");
     const json_t *pack = json_object_get(body, "pack");
@@ -109,10 +110,17 @@ static int conversation_for(struct server *srv, struct evhttp_request *req, cons
         snprintf(job->conversation_id, sizeof(job->conversation_id), "%s", json_string_value(id));
         keel_error_clear(&err);
         if (!store_load_conversation(srv->store, job->conversation_id, &conv, &err)) {
+            int mine = principal_may_read(who, conv.owner);
             snprintf(job->pack, sizeof(job->pack), "%s", conv.pack);
             store_conversation_release(&conv);
+            if (!mine) {   /* another user's conversation: as if absent */
+                http_error(req, 404, "not_found", "conversation_id", "no conversation \"%s\"",
+                           job->conversation_id);
+                return 0;
+            }
         } else if (err.code == KEEL_ENOTFOUND &&
-                   (pending = json_object_get(pending_conversations, job->conversation_id))) {
+                   (pending = json_object_get(pending_conversations, job->conversation_id)) &&
+                   principal_may_read(who, json_string_value(json_object_get(pending, "owner")))) {
             snprintf(job->pack, sizeof(job->pack), "%s",
                      json_string_value(json_object_get(pending, "pack")));
         } else {
@@ -139,7 +147,7 @@ static int conversation_for(struct server *srv, struct evhttp_request *req, cons
     return 1;
 }
 
-void route_chat(struct server *srv, struct evhttp_request *req)
+void route_chat(struct server *srv, struct evhttp_request *req, const struct principal *who)
 {
     static const char *const keys[] = {"message", "conversation_id", "pack", "active_scenario",
                                        NULL};
@@ -175,8 +183,12 @@ void route_chat(struct server *srv, struct evhttp_request *req)
         http_error(req, 503, "no_memory", NULL, "out of memory");
         goto out;
     }
-    if (!conversation_for(srv, req, body, job))
+    if (!conversation_for(srv, req, body, who, job))
         goto out;
+    if (!who->open) {
+        snprintf(job->owner, sizeof(job->owner), "%s", who->user);
+        snprintf(job->role, sizeof(job->role), "%s", who->role);
+    }
     job->message_len = json_string_length(json_object_get(body, "message"));
     if (!(job->message = keel_strndup(json_string_value(json_object_get(body, "message")),
                                       job->message_len))) {
@@ -186,7 +198,8 @@ void route_chat(struct server *srv, struct evhttp_request *req)
     if (trace && strlen(trace) < sizeof(job->traceparent))
         snprintf(job->traceparent, sizeof(job->traceparent), "%s", trace);
     keel_id_new("turn", job->correlation_id, sizeof(job->correlation_id));
-    if (bus_open(srv->bus, job->correlation_id, job->conversation_id, keel_clock_now())) {
+    if (bus_open(srv->bus, job->correlation_id, job->conversation_id, job->owner,
+                 keel_clock_now())) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
         http_error(req, 503, "busy", NULL, "too many turns in progress");
         goto out;
@@ -208,7 +221,7 @@ void route_chat(struct server *srv, struct evhttp_request *req)
     }
     job = NULL;   /* the queue owns it */
     if (created)
-        pending_add(conv, pack);
+        pending_add(conv, pack, who->open ? "" : who->user);
     if (wait && strcmp(wait, "0")) {
         struct waiter *w = keel_calloc(1, sizeof(*w));
         if (!w) {   /* the turn runs; the caller polls */
@@ -295,12 +308,36 @@ static int error_status(const json_t *error)
     }
 }
 
-void route_response(struct server *srv, struct evhttp_request *req, const char *cid)
+/* Sends 404 (or the error) and returns 0 unless `who` may read turn `cid`. */
+static int may_read_turn(struct server *srv, struct evhttp_request *req, const char *cid,
+                         const struct principal *who)
+{
+    struct keel_error err;
+    char owner[160];
+
+    keel_error_clear(&err);
+    if (turn_owner(srv, cid, owner, sizeof(owner), &err)) {
+        http_keel_error(req, &err);
+        return 0;
+    }
+    if (!principal_may_read(who, owner)) {
+        http_error(req, 404, "not_found", "correlation_id", "no turn \"%s\"", cid);
+        return 0;
+    }
+    return 1;
+}
+
+void route_response(struct server *srv, struct evhttp_request *req, const char *cid,
+                    const struct principal *who)
 {
     char conv[KEEL_ID_MAX + 96] = "";
     json_t *result = NULL, *error = NULL, *turn = NULL;
     struct keel_error err;
-    enum bus_status status = bus_read(srv->bus, cid, 0, NULL, &result, &error, conv, sizeof(conv));
+    enum bus_status status;
+
+    if (!may_read_turn(srv, req, cid, who))
+        return;
+    status = bus_read(srv->bus, cid, 0, NULL, &result, &error, conv, sizeof(conv));
 
     if (status != BUS_UNKNOWN) {
         http_json(req, 200,
@@ -443,11 +480,16 @@ static long last_event_id(struct evhttp_request *req)
     return *end || v < 0 ? 0 : v;
 }
 
-void route_stream(struct server *srv, struct evhttp_request *req, const char *cid)
+void route_stream(struct server *srv, struct evhttp_request *req, const char *cid,
+                  const struct principal *who)
 {
     long after = last_event_id(req);
-    enum bus_status status = bus_read(srv->bus, cid, 0, NULL, NULL, NULL, NULL, 0);
+    enum bus_status status;
     struct stream *s;
+
+    if (!may_read_turn(srv, req, cid, who))
+        return;
+    status = bus_read(srv->bus, cid, 0, NULL, NULL, NULL, NULL, 0);
 
     if (status == BUS_UNKNOWN) {   /* finished long ago: replay from the store */
         struct keel_error err;

@@ -208,9 +208,6 @@ int server_run(const struct server_options *options, struct keel_error *err)
     if ((rc = parse_listen(srv.opt.listen, host, sizeof(host), &port, err)) ||
         (rc = parse_packs(&srv, srv.opt.packs ? srv.opt.packs : "scholar,payer", err)))
         return rc;
-    if (!srv.opt.auth_none)
-        return keel_error_set(err, KEEL_EINVAL, "auth",
-                              "API keys are not built yet: start with --auth none (loopback only)");
     if (srv.opt.auth_none && !is_loopback(host))
         return keel_error_set(err, KEEL_EINVAL, "auth",
                               "--auth none is refused on %s: it serves anyone who can connect; "
@@ -219,6 +216,9 @@ int server_run(const struct server_options *options, struct keel_error *err)
         return keel_error_set(err, KEEL_EINVAL, "db",
                               "keel serve needs a SQLite file (each worker opens its own "
                               "connection; mem: cannot be shared)");
+    /* A client that leaves mid-write must not kill the server: writes to
+     * its socket fail with EPIPE instead, and libevent drops it. */
+    signal(SIGPIPE, SIG_IGN);
     if (evthread_use_pthreads())
         return keel_error_set(err, KEEL_EIO, "server", "libevent has no thread support");
     rc = KEEL_ENOMEM;

@@ -19,7 +19,8 @@ struct server_options {
     const char *packs_dir;     /* NULL: pack_default_dir() */
     const char *packs;         /* comma list of packs to serve; NULL: scholar,payer */
     int workers;               /* 0: 2 */
-    int auth_none;             /* serve without API keys (loopback only) */
+    int auth_none;             /* serve without API keys (loopback only); else every /v1
+                                * route needs a key (keel keys create) */
     const char *providers;     /* remote paper providers, as for keel chat; may be NULL */
     const char *port_file;     /* write the bound port here once listening; may be NULL */
 };

@@ -21,6 +21,14 @@
 #define SERVER_QUEUE_MAX    1024           /* turns waiting for a worker */
 #define SERVER_HEARTBEAT_S  15
 
+/* Who is asking: with --auth none everyone is `open` (no owner checks);
+ * else the user and API role of a valid key. */
+struct principal {
+    int open;
+    char user[129];
+    char role[16];
+};
+
 /* An open SSE stream of one turn. */
 struct stream {
     struct server *srv;
@@ -88,11 +96,26 @@ void http_log(struct evhttp_request *req, int status, const char *correlation_id
 /* ---- routes ------------------------------------------------------------ */
 
 void route_request(struct evhttp_request *req, void *arg);   /* the dispatcher (routes.c) */
-void route_chat(struct server *srv, struct evhttp_request *req);
-void route_response(struct server *srv, struct evhttp_request *req, const char *cid);
-void route_stream(struct server *srv, struct evhttp_request *req, const char *cid);
-void route_conversation(struct server *srv, struct evhttp_request *req, const char *id);
-void route_decision(struct server *srv, struct evhttp_request *req, const char *cid);
+void route_chat(struct server *srv, struct evhttp_request *req, const struct principal *who);
+void route_response(struct server *srv, struct evhttp_request *req, const char *cid,
+                    const struct principal *who);
+void route_stream(struct server *srv, struct evhttp_request *req, const char *cid,
+                  const struct principal *who);
+void route_conversation(struct server *srv, struct evhttp_request *req, const char *id,
+                        const struct principal *who);
+void route_decision(struct server *srv, struct evhttp_request *req, const char *cid,
+                    const struct principal *who);
+void route_share(struct server *srv, struct evhttp_request *req, const char *id,
+                 const struct principal *who);
+void route_shared(struct server *srv, struct evhttp_request *req, const char *token);
+
+/* Nonzero when `who` may read a conversation owned by `owner` (NULL:
+ * made without keys). */
+int principal_may_read(const struct principal *who, const char *owner);
+
+/* The owner of the conversation of turn `cid` into `owner` ("" when it
+ * has none); KEEL_ENOTFOUND when no turn has that id. */
+int turn_owner(struct server *srv, const char *cid, char *owner, size_t n, struct keel_error *err);
 
 /* Called on the loop thread after the bus changed: sends new events to
  * the streams and answers the waiters whose turn ended. */

@@ -106,7 +106,7 @@ static void run_job(struct worker *w, struct job *job)
         .conversation_id = job->new_conversation ? NULL : job->conversation_id,
         .message = job->message,
         .message_len = job->message_len,
-        .role = job->role[0] ? job->role : NULL,
+        .role = NULL,   /* the API role, mapped below */
         .now_ms = job->now_ms,
         .on_event = on_event,
         .event_ctx = &ctx,
@@ -118,8 +118,12 @@ static void run_job(struct worker *w, struct job *job)
 
     keel_error_clear(&err);
     bus_running(srv->bus, job->correlation_id);
+    req.owner = job->owner[0] ? job->owner : NULL;
     if (p < 0)
         keel_error_set(&err, KEEL_EINVAL, "pack", "pack \"%s\" is not served", job->pack);
+    else if (job->role[0] && !(req.role = pipeline_role_for(w->pl[p], job->role)))
+        keel_error_set(&err, KEEL_EINVAL, "role", "pack %s has no read-only role for a viewer",
+                       job->pack);
     else
         pipeline_turn(w->pl[p], &req, &result, &err);
     if (result && (summary = server_result_summary(result))) {

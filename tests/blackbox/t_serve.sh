@@ -7,14 +7,14 @@
 
 J='Content-Type: application/json'
 
-# serve_start DB [ARGS…]: starts keel serve on a free loopback port; sets
-# $URL and $SERVE_PID.
+# serve_start DB [ARGS…]: starts keel serve on a free loopback port
+# (--auth $SERVE_AUTH, default none); sets $URL and $SERVE_PID.
 serve_start() {
     db=$1
     shift
     rm -f "$TMP/serve.port"
-    "$KEEL" serve --auth none --listen 127.0.0.1:0 --db "$db" --port-file "$TMP/serve.port" \
-        "$@" > "$TMP/serve.out" 2> "$TMP/serve.err" &
+    "$KEEL" serve --auth "${SERVE_AUTH:-none}" --listen 127.0.0.1:0 --db "$db" \
+        --port-file "$TMP/serve.port" "$@" > "$TMP/serve.out" 2> "$TMP/serve.err" &
     SERVE_PID=$!
     i=0
     while [ ! -s "$TMP/serve.port" ]; do
@@ -214,9 +214,9 @@ test_serve_refuses_bad_options() {
     run "$KEEL" serve --auth none --db mem:
     expect_rc 2
     expect_err "keel serve needs a SQLite file"
-    run "$KEEL" serve --db "$TMP/serve6.db"
+    run "$KEEL" serve --auth maybe --db "$TMP/serve6.db"
     expect_rc 2
-    expect_err "start with --auth none"
+    expect_err "keys or none"
     run "$KEEL" serve --auth none --listen nowhere --db "$TMP/serve6.db"
     expect_rc 2
     expect_err "must be HOST:PORT"
@@ -225,4 +225,106 @@ test_serve_refuses_bad_options() {
     run "$KEEL" serve --auth none --packs scholar,nope --listen 127.0.0.1:0 --db "$TMP/serve6.db"
     expect_rc 1
     expect_err "nope"
+}
+
+# auth_get/auth_post TOKEN PATH [JSON]: like get/post with a bearer token.
+auth_get() {
+    RC=0 ERR=
+    OUT=$(curl -s -o - -w '\n%{http_code}' -H "Authorization: Bearer $1" "$URL$2")
+    CODE=$(printf '%s' "$OUT" | tail -n 1)
+    OUT=$(printf '%s' "$OUT" | sed '$d')
+}
+
+auth_post() {
+    RC=0 ERR=
+    OUT=$(curl -s -o - -w '\n%{http_code}' -H "Authorization: Bearer $1" -H "$J" -X POST "$URL$2" \
+          -d "${3:-}")
+    CODE=$(printf '%s' "$OUT" | tail -n 1)
+    OUT=$(printf '%s' "$OUT" | sed '$d')
+}
+
+test_serve_keys_and_the_authorisation_matrix() {
+    db="$TMP/serve7.db"
+    run "$KEEL" keys create --user alice --role owner --db "$db"
+    expect_rc 0
+    expect_err "the token is shown only now"
+    owner=$OUT
+    case "$owner" in keel_*) ;; *) fail "token: $owner" ;; esac
+    # only the hash is stored
+    [ "$(sqlite3 "$db" "SELECT count(*) FROM api_keys WHERE hash = '$owner'")" = 0 ] ||
+        fail "the token itself is stored"
+    run "$KEEL" keys create --user alice --role editor --db "$db"
+    editor=$OUT
+    run "$KEEL" keys create --user alice --role viewer --db "$db"
+    viewer=$OUT
+    run "$KEEL" keys create --user bob --role editor --db "$db"
+    other=$OUT
+    run "$KEEL" keys create --user bob --role admin --db "$db"
+    expect_rc 2
+    expect_err "must be owner, editor or viewer"
+    run "$KEEL" keys list --db "$db" --json
+    expect_json 'length' '4'
+    expect_json '[.[] | has("hash")] | any' 'false'
+
+    SERVE_AUTH=keys serve_start "$db"
+
+    # no token, a wrong one: 401 on every /v1 route; the page and health stay open
+    get /v1/models
+    expect_code 401
+    expect_json '.error.code' '"unauthorized"'
+    auth_get keel_wrong /v1/models
+    expect_code 401
+    get /healthz
+    expect_code 200
+
+    auth_post "$editor" '/v1/chat?wait=1' '{"message": "find papers on sleep and memory"}'
+    expect_code 200
+    conv=$(printf '%s' "$OUT" | jq -r .conversation_id)
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    [ "$(sqlite3 "$db" "SELECT owner FROM conversations WHERE id = '$conv'")" = alice ] ||
+        fail "owner not stored"
+    # the same user, any role, reads it; another user sees nothing
+    for t in "$owner" "$editor" "$viewer"; do
+        auth_get "$t" "/v1/conversations/$conv"
+        expect_code 200
+        auth_get "$t" "/v1/responses/$cid"
+        expect_code 200
+        auth_get "$t" "/v1/turns/$cid/decision"
+        expect_code 200
+    done
+    for p in "/v1/conversations/$conv" "/v1/responses/$cid" "/v1/turns/$cid/decision" \
+             "/v1/stream/$cid"; do
+        auth_get "$other" "$p"
+        expect_code 404
+    done
+    auth_post "$other" /v1/chat "{\"message\": \"hello\", \"conversation_id\": \"$conv\"}"
+    expect_code 404
+    # a viewer may chat; streams take the token as a query parameter too
+    auth_post "$viewer" '/v1/chat?wait=1' "{\"message\": \"and since 2024?\", \"conversation_id\": \"$conv\"}"
+    expect_code 200
+    expect_json '.turn' '2'
+    [ "$(curl -s "$URL/v1/stream/$cid?access_token=$editor" | grep -c '^event: done$')" = 1 ] ||
+        fail "no stream with access_token"
+    # share: not for viewers; the link reads without a key and only reads
+    auth_post "$viewer" "/v1/conversations/$conv/share"
+    expect_code 403
+    auth_post "$editor" "/v1/conversations/$conv/share"
+    expect_code 201
+    link=$(printf '%s' "$OUT" | jq -r .url)
+    token=$(printf '%s' "$OUT" | jq -r .token)
+    get "$link"
+    expect_code 200
+    expect_json '[.id, .turns]' "[\"$conv\",2]"
+    get /v1/shared/shr_nothing
+    expect_code 404
+    auth_post "$token" /v1/chat '{"message": "hi"}'
+    expect_code 401
+    # a revoked key stops at once
+    id=$("$KEEL" keys list --db "$db" --json | jq -r '.[] | select(.user == "bob") | .id')
+    run "$KEEL" keys revoke "$id" --db "$db"
+    expect_rc 0
+    auth_get "$other" /v1/models
+    expect_code 401
+    expect_json '.error.message' '"the API key was revoked"'
+    serve_stop
 }
