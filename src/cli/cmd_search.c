@@ -19,12 +19,14 @@ static void search_usage(FILE *out)
             "                   [--provider openalex,semanticscholar] [--pack NAME] [--json]\n\n"
             "Asks the scholarly providers at once, with the years and open access as each one's\n"
             "native filters, then merges, de-duplicates and ranks what they return. Each\n"
-            "provider's outcome (status, HTTP code, attempts, the URLs asked) is printed on\n"
-            "standard error, or in the \"providers\" array with --json.\n\n"
+            "provider's outcome (status, HTTP code, attempts, reason) is printed on standard\n"
+            "error; --json has it, with every URL asked, in its \"providers\" array. Exits 1\n"
+            "when every provider asked failed.\n\n"
             "  --from YEAR, --to YEAR   publication years (either may be left open)\n"
             "  --oa                     open access only\n"
             "  --limit N                papers to show, 1..%d (default 10)\n"
-            "  --provider LIST          providers to ask (default: $KEEL_PROVIDERS, else both)\n"
+            "  --provider LIST          providers to ask (default: $KEEL_PROVIDERS, else both);\n"
+            "                           --providers is the same\n"
             "  --pack NAME              the pack whose providers: settings apply (default scholar)\n"
             "  --json                   one JSON object: request, papers, providers\n"
             "KEEL_OPENALEX_URL, KEEL_SEMANTICSCHOLAR_URL and KEEL_OPENALEX_MAILTO override the\n"
@@ -135,7 +137,8 @@ int cmd_search(int argc, char **argv)
     static const struct option options[] = {
         {"from", required_argument, NULL, 'f'},     {"to", required_argument, NULL, 't'},
         {"oa", no_argument, NULL, 'o'},             {"limit", required_argument, NULL, 'l'},
-        {"provider", required_argument, NULL, 'P'}, {"pack", required_argument, NULL, 'p'},
+        {"provider", required_argument, NULL, 'P'}, {"providers", required_argument, NULL, 'P'},
+        {"pack", required_argument, NULL, 'p'},
         {"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };

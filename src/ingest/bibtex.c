@@ -67,6 +67,20 @@ static void skip_space(struct bib *b)
         advance(b);
 }
 
+/* Nonzero when position `at` starts a line (only blanks before it since
+ * the last newline) with '@' and a letter: where a new entry begins. */
+static int entry_line_at(const struct bib *b, size_t at)
+{
+    size_t k = at;
+
+    if (at >= b->n || b->text[at] != '@' || at + 1 >= b->n ||
+        !isalpha((unsigned char)b->text[at + 1]))
+        return 0;
+    while (k > 0 && (b->text[k - 1] == ' ' || b->text[k - 1] == '\t'))
+        k--;
+    return k == 0 || b->text[k - 1] == '\n';
+}
+
 static int fail(struct bib *b, const char *why)
 {
     snprintf(b->why, sizeof(b->why), "%s", why);
@@ -119,6 +133,13 @@ static int read_delimited(struct bib *b, struct keel_buf *out)
         if (c == '"' && open == '"' && depth == 0) {
             advance(b);
             return KEEL_OK;
+        }
+        if (c == '\n') {   /* a value running into the next entry was never closed */
+            size_t k = b->pos + 1;
+            while (k < b->n && (b->text[k] == ' ' || b->text[k] == '\t'))
+                k++;
+            if (entry_line_at(b, k))
+                return fail(b, open == '{' ? "a { is never closed" : "a \" is never closed");
         }
         if (keel_buf_addc(out, c))
             return fail(b, "a value is longer than 64 KiB");
@@ -585,18 +606,11 @@ int ingest_bibtex(const char *text, size_t n, ingest_bibtex_each each, void *ctx
         }
         if (entry_rc) {
             rc = each(NULL, line, b.why, ctx);
-            /* Go on at the next line that starts with @: an @ inside the
+            /* Go on at the next line that starts with @ (perhaps this
+             * one: the entry broke where the next began); an @ inside the
              * broken entry's text is not an entry. */
-            while (!at_end(&b)) {
-                size_t k = b.pos;
-                if (b.text[k] == '\n') {
-                    for (k++; k < b.n && (b.text[k] == ' ' || b.text[k] == '\t'); k++)
-                        ;
-                    if (k < b.n && b.text[k] == '@')
-                        break;
-                }
+            while (!at_end(&b) && !entry_line_at(&b, b.pos))
                 advance(&b);
-            }
         } else if (record) {
             rc = each(record, line, NULL, ctx);
         }

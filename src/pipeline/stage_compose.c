@@ -359,6 +359,38 @@ static int compose_no_tools(struct turn *t, struct keel_buf *b)
                                     "Hello! Ask me a question and I will look it up."));
 }
 
+/* A closing note when remote paper providers failed: the answer says the
+ * results may be incomplete and which sources did not answer, so the user
+ * sees it wherever the answer goes (terminal, API, stream). */
+static int providers_note(struct turn *t, struct keel_buf *out)
+{
+    char names[256] = "";
+    size_t len = 0;
+    json_t *r;
+    size_t i;
+
+    json_array_foreach(t->provider_reports, i, r) {
+        const char *name = json_string_value(json_object_get(r, "provider"));
+        int id = provider_find(name);
+        if (strcmp(json_string_value(json_object_get(r, "status")), "failed") || id < 0)
+            continue;
+        len += (size_t)snprintf(names + len, len < sizeof(names) ? sizeof(names) - len : 0,
+                                "%s%s", len ? ", " : "", provider_label((enum provider_id)id));
+    }
+    if (!len)
+        return KEEL_OK;
+    {
+        const char *names_v[] = {"sources"};
+        const char *values[] = {names};
+        int rc = keel_buf_adds(out, "\n\n");
+        return rc ? rc
+                  : add_template(out, message(t, "providers_failed",
+                                              "Note: {sources} did not answer, so these results "
+                                              "may be incomplete."),
+                                 names_v, values, 1);
+    }
+}
+
 int stage_compose(struct turn *t, struct keel_error *err)
 {
     const struct blueprint *bp = &t->state.blueprint;
@@ -370,6 +402,8 @@ int stage_compose(struct turn *t, struct keel_error *err)
         if (!rc)
             rc = compose_sub(t, i, &t->answer);
     }
+    if (!rc && t->provider_reports)
+        rc = providers_note(t, &t->answer);
     if (rc)
         return keel_error_set(err, rc == KEEL_ETOOBIG ? KEEL_ETOOBIG : KEEL_ENOMEM, "answer",
                               "the answer could not be built");

@@ -176,13 +176,14 @@ test_chat_with_providers_degrades_and_logs() {
     expect_json '.tool_args.search_papers.query' '"sleep and social media"'
     expect_out "Sleep and social media in adolescents"
     expect_json '[.providers[] | {provider, status}]' '[{"provider":"local","status":"ok"},{"provider":"openalex","status":"ok"},{"provider":"semanticscholar","status":"failed"}]'
+    expect_json '.answer | endswith("\n\nNote: Semantic Scholar did not answer, so these results may be incomplete.")' 'true'
     grep -qF '/works?search=sleep+and+social+media&filter=from_publication_date:2022-01-01,to_publication_date:2026-12-31,is_oa:true' "$TMP/fake.log" ||
         fail "OpenAlex URL: $(cat "$TMP/fake.log")"
     # The decision log and the user-level event tell the failure.
     got=$(sqlite3 "$db" "SELECT json_extract(decision, '\$.providers[2].reason') FROM decisions")
     [ "$got" = "HTTP 503" ] || fail "decision log: $got"
     got=$(sqlite3 "$db" "SELECT json_extract(e.value, '\$.level') || '|' || json_extract(e.value, '\$.user_message') FROM turns, json_each(turns.events) AS e WHERE json_extract(e.value, '\$.message') LIKE 'semanticscholar failed%'")
-    [ "$got" = "both|One of the paper sources did not answer; these results come from the others." ] ||
+    [ "$got" = "both|A paper source did not answer; the results may be incomplete." ] ||
         fail "event: $got"
 }
 
@@ -232,7 +233,7 @@ test_chat_finishes_the_turn_through_each_failure() {
         expect_json ".providers[1].reason | startswith(\"$reason\")" 'true'
         # the library's papers still answer
         expect_json '.answer | length > 0' 'true'
-        got=$(sqlite3 "$db" "SELECT count(*) FROM turns, json_each(turns.events) AS e WHERE json_extract(e.value, '\$.user_message') = 'One of the paper sources did not answer; these results come from the others.'")
+        got=$(sqlite3 "$db" "SELECT count(*) FROM turns, json_each(turns.events) AS e WHERE json_extract(e.value, '\$.user_message') = 'A paper source did not answer; the results may be incomplete.'")
         [ "$got" = 1 ] || fail "case $spec: $got user-level failure events"
     done
 }

@@ -219,6 +219,26 @@ START_TEST(test_bibtex_broken_entries_are_skipped_with_their_line)
 }
 END_TEST
 
+START_TEST(test_bibtex_unclosed_entry_does_not_swallow_the_next)
+{
+    const char *bib = "@article{one, title = {Good one}}\n"
+                      "@article{two, title = {Never closed, year = 2020\n"
+                      "@article{three, title = {Good three}}\n"
+                      "@article{four, title = {No end}, year = 2021\n"
+                      "  @book{five, title = {Good five}}\n";
+    struct bib_seen seen = {json_array(), ""};
+    struct keel_error err;
+
+    ck_assert_int_eq(ingest_bibtex(bib, strlen(bib), collect, &seen, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(seen.records), 3);
+    ck_assert_str_eq(str_at(seen.records, 0, "title"), "Good one");
+    ck_assert_str_eq(str_at(seen.records, 1, "title"), "Good three");
+    ck_assert_str_eq(str_at(seen.records, 2, "title"), "Good five");
+    ck_assert_str_eq(seen.problems, "2: a { is never closed; 4: a field name is expected; ");
+    json_decref(seen.records);
+}
+END_TEST
+
 START_TEST(test_bibtex_caps)
 {
     struct keel_buf bib;
@@ -526,6 +546,7 @@ Suite *suite_ingest(void)
     tcase_add_test(papers, test_paper_csl_json_issued);
     tcase_add_test(papers, test_bibtex_entries);
     tcase_add_test(papers, test_bibtex_broken_entries_are_skipped_with_their_line);
+    tcase_add_test(papers, test_bibtex_unclosed_entry_does_not_swallow_the_next);
     tcase_add_test(papers, test_bibtex_caps);
     suite_add_tcase(s, papers);
     unit_leak_fixture(chunks);
