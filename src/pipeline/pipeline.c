@@ -219,9 +219,8 @@ static int check_request(const struct pipeline *pl, const struct turn_request *r
     if (req->correlation_id && *req->correlation_id &&
         !keel_id_valid(req->correlation_id, "turn"))
         return keel_error_set(err, KEEL_EINVAL, "correlation_id", "is not a turn id");
-    if (req->new_conversation_id && *req->new_conversation_id &&
-        !keel_id_valid(req->new_conversation_id, "conv"))
-        return keel_error_set(err, KEEL_EINVAL, "conversation_id", "is not a conversation id");
+    if (req->new_conversation_id && *req->new_conversation_id)
+        id = req->new_conversation_id;   /* the same rules as an existing id */
     if (id && *id) {
         n = strlen(id);
         if (n > 128)

@@ -56,7 +56,8 @@ struct turn_request {
     pipeline_event_fn on_event;        /* may be NULL */
     void *event_ctx;
     const char *new_conversation_id;   /* a new conversation's id, named by the caller before
-                                        * the turn runs (keel_id_new("conv")); NULL: a fresh one */
+                                        * the turn runs (1..128 letters, digits, _ - . :);
+                                        * NULL: a fresh one */
     const char *correlation_id;        /* the turn's id, named by the caller (keel_id_new("turn"));
                                         * NULL: a fresh one */
     const char *owner;                 /* the API user a new conversation belongs to; NULL: none */

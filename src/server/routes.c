@@ -286,6 +286,13 @@ void route_request(struct evhttp_request *req, void *arg)
         route_models(srv, req);
         return;
     }
+    if (!strcmp(path, "/v1/chat/completions")) {
+        if (post)
+            route_completions(srv, req, &who);
+        else
+            http_error(req, 405, "method_not_allowed", NULL, "use POST");
+        return;
+    }
     if (!strcmp(path, "/v1/chat")) {
         if (post)
             route_chat(srv, req, &who);

@@ -85,29 +85,32 @@ static int message_ok(struct evhttp_request *req, const json_t *message)
     return 1;
 }
 
-/* Fills job->conversation_id/pack from the request: an existing (or
- * pending) conversation, or a new one. Sends the error and returns 0 on
- * failure. */
-static int conversation_for(struct server *srv, struct evhttp_request *req, const json_t *body,
-                            const struct principal *who, struct job *job)
+/* Fills job->conversation_id/pack: an existing (or pending) conversation
+ * of `who`, or a new one (named `id` when `name_new` and the id is free).
+ * Sends the error and returns 0 on failure. */
+static int conversation_for(struct server *srv, struct evhttp_request *req, const char *id,
+                            const char *pack, int name_new, const struct principal *who,
+                            struct job *job)
 {
-    const json_t *id = json_object_get(body, "conversation_id");
-    const json_t *pack = json_object_get(body, "pack");
     struct store_conversation conv;
     struct keel_error err;
     const char *have = NULL;
 
-    if (pack && (!json_is_string(pack) || !pack_served(srv, json_string_value(pack)))) {
-        http_error(req, 400, "bad_request", "pack", "is not a pack this server serves");
+    if (pack && !pack_served(srv, pack)) {
+        http_error(req, 400, "bad_request", "pack", "\"%s\" is not a pack this server serves",
+                   pack);
         return 0;
     }
-    if (id && !json_is_null(id)) {
+    if (id) {
         json_t *pending;
-        if (!json_is_string(id) || !json_string_length(id) || json_string_length(id) > 128) {
-            http_error(req, 400, "bad_request", "conversation_id", "must be a conversation id");
+        size_t n = strlen(id);
+        if (!n || n > 128 || strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_-.:") != n) {
+            http_error(req, 400, "bad_request", "conversation_id",
+                       "must be 1 to 128 letters, digits or _ - . :");
             return 0;
         }
-        snprintf(job->conversation_id, sizeof(job->conversation_id), "%s", json_string_value(id));
+        snprintf(job->conversation_id, sizeof(job->conversation_id), "%s", id);
         keel_error_clear(&err);
         if (!store_load_conversation(srv->store, job->conversation_id, &conv, &err)) {
             int mine = principal_may_read(who, conv.owner);
@@ -119,16 +122,25 @@ static int conversation_for(struct server *srv, struct evhttp_request *req, cons
                 return 0;
             }
         } else if (err.code == KEEL_ENOTFOUND &&
-                   (pending = json_object_get(pending_conversations, job->conversation_id)) &&
-                   principal_may_read(who, json_string_value(json_object_get(pending, "owner")))) {
+                   (pending = json_object_get(pending_conversations, job->conversation_id))) {
+            if (!principal_may_read(who,
+                                    json_string_value(json_object_get(pending, "owner")))) {
+                http_error(req, 404, "not_found", "conversation_id", "no conversation \"%s\"",
+                           job->conversation_id);
+                return 0;
+            }
             snprintf(job->pack, sizeof(job->pack), "%s",
                      json_string_value(json_object_get(pending, "pack")));
+        } else if (err.code == KEEL_ENOTFOUND && name_new) {
+            job->new_conversation = 1;
+            snprintf(job->pack, sizeof(job->pack), "%s", pack ? pack : srv->packs[0]);
+            return 1;
         } else {
             http_keel_error(req, &err);
             return 0;
         }
         have = job->pack;
-        if (pack && strcmp(json_string_value(pack), have)) {
+        if (pack && strcmp(pack, have)) {
             http_error(req, 400, "bad_request", "pack",
                        "conversation %s belongs to pack %s", job->conversation_id, have);
             return 0;
@@ -143,8 +155,96 @@ static int conversation_for(struct server *srv, struct evhttp_request *req, cons
     }
     job->new_conversation = 1;
     keel_id_new("conv", job->conversation_id, sizeof(job->conversation_id));
-    snprintf(job->pack, sizeof(job->pack), "%s", pack ? json_string_value(pack) : srv->packs[0]);
+    snprintf(job->pack, sizeof(job->pack), "%s", pack ? pack : srv->packs[0]);
     return 1;
+}
+
+struct job *chat_job(struct server *srv, struct evhttp_request *req, const struct principal *who,
+                     const char *message, size_t len, const char *conversation_id,
+                     const char *pack, int name_new)
+{
+    const char *trace = evhttp_find_header(evhttp_request_get_input_headers(req), "traceparent");
+    struct job *job;
+
+    if (srv->draining) {
+        http_error(req, 503, "shutting_down", NULL, "the server is shutting down");
+        return NULL;
+    }
+    if (!(job = keel_calloc(1, sizeof(*job)))) {
+        http_error(req, 503, "no_memory", NULL, "out of memory");
+        return NULL;
+    }
+    if (!conversation_for(srv, req, conversation_id, pack, name_new, who, job)) {
+        job_free(job);
+        return NULL;
+    }
+    if (!who->open) {
+        snprintf(job->owner, sizeof(job->owner), "%s", who->user);
+        snprintf(job->role, sizeof(job->role), "%s", who->role);
+    }
+    job->message_len = len;
+    if (!(job->message = keel_strndup(message, len))) {
+        http_error(req, 503, "no_memory", NULL, "out of memory");
+        job_free(job);
+        return NULL;
+    }
+    if (trace && strlen(trace) < sizeof(job->traceparent))
+        snprintf(job->traceparent, sizeof(job->traceparent), "%s", trace);
+    keel_id_new("turn", job->correlation_id, sizeof(job->correlation_id));
+    return job;
+}
+
+int chat_enqueue(struct server *srv, struct evhttp_request *req, const struct principal *who,
+                 struct job *job, char cid[KEEL_ID_MAX], char *conv, size_t conv_n)
+{
+    char pack[64];
+    int created;
+
+    if (bus_open(srv->bus, job->correlation_id, job->conversation_id, job->owner,
+                 keel_clock_now())) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+        http_error(req, 503, "busy", NULL, "too many turns in progress");
+        return -1;
+    }
+    /* Once queued, a worker may run and free the job at any moment: what
+     * the reply needs is copied first. */
+    snprintf(cid, KEEL_ID_MAX, "%s", job->correlation_id);
+    snprintf(conv, conv_n, "%s", job->conversation_id);
+    snprintf(pack, sizeof(pack), "%s", job->pack);
+    created = job->new_conversation;
+    if (queue_push(srv->queue, job)) {
+        bus_finish(srv->bus, job->correlation_id, NULL,
+                   json_pack("{s:i, s:s, s:s}", "code", KEEL_EFAIL, "field", "", "message",
+                             "the queue is full"),
+                   keel_clock_now());
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+        http_error(req, 503, "busy", NULL, "the queue is full");
+        return -1;
+    }
+    if (created)
+        pending_add(conv, pack, who->open ? "" : who->user);
+    return 0;
+}
+
+void chat_wait(struct server *srv, struct evhttp_request *req, const char *cid,
+               enum reply_format format, const char *model)
+{
+    struct waiter *w = keel_calloc(1, sizeof(*w));
+
+    if (!w) {   /* the turn runs; the caller may poll */
+        http_error(req, 503, "no_memory", NULL, "out of memory");
+        return;
+    }
+    w->srv = srv;
+    w->req = req;
+    w->format = format;
+    snprintf(w->model, sizeof(w->model), "%s", model ? model : "");
+    snprintf(w->correlation_id, sizeof(w->correlation_id), "%s", cid);
+    w->next = srv->waiters;
+    if (w->next)
+        w->next->prev = w;
+    srv->waiters = w;
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_waiter_closed, w);
 }
 
 void route_chat(struct server *srv, struct evhttp_request *req, const struct principal *who)
@@ -152,18 +252,11 @@ void route_chat(struct server *srv, struct evhttp_request *req, const struct pri
     static const char *const keys[] = {"message", "conversation_id", "pack", "active_scenario",
                                        NULL};
     struct keel_error err;
-    char wait_buf[8];
+    char wait_buf[8], cid[KEEL_ID_MAX], conv[KEEL_ID_MAX + 96];
     const char *wait = http_query(req, "wait", wait_buf, sizeof(wait_buf));
-    const char *trace = evhttp_find_header(evhttp_request_get_input_headers(req), "traceparent");
-    json_t *body = NULL, *scenario;
-    struct job *job = NULL;
-    char cid[KEEL_ID_MAX], conv[KEEL_ID_MAX + 96], pack[64];
-    int created;
+    json_t *body = NULL, *scenario, *id, *pack;
+    struct job *job;
 
-    if (srv->draining) {
-        http_error(req, 503, "shutting_down", NULL, "the server is shutting down");
-        return;
-    }
     if (http_body_json(req, &body))
         return;
     keel_error_clear(&err);
@@ -179,64 +272,24 @@ void route_chat(struct server *srv, struct evhttp_request *req, const struct pri
                    "scenarios are not supported by this build yet");
         goto out;
     }
-    if (!(job = keel_calloc(1, sizeof(*job)))) {
-        http_error(req, 503, "no_memory", NULL, "out of memory");
+    id = json_object_get(body, "conversation_id");
+    pack = json_object_get(body, "pack");
+    if ((id && !json_is_null(id) && !json_is_string(id)) || (pack && !json_is_string(pack))) {
+        http_error(req, 400, "bad_request", id && !json_is_string(id) ? "conversation_id" : "pack",
+                   "must be a string");
         goto out;
     }
-    if (!conversation_for(srv, req, body, who, job))
+    job = chat_job(srv, req, who, json_string_value(json_object_get(body, "message")),
+                   json_string_length(json_object_get(body, "message")), json_string_value(id),
+                   json_string_value(pack), 0);
+    if (!job)
         goto out;
-    if (!who->open) {
-        snprintf(job->owner, sizeof(job->owner), "%s", who->user);
-        snprintf(job->role, sizeof(job->role), "%s", who->role);
-    }
-    job->message_len = json_string_length(json_object_get(body, "message"));
-    if (!(job->message = keel_strndup(json_string_value(json_object_get(body, "message")),
-                                      job->message_len))) {
-        http_error(req, 503, "no_memory", NULL, "out of memory");
+    if (chat_enqueue(srv, req, who, job, cid, conv, sizeof(conv))) {
+        job_free(job);
         goto out;
     }
-    if (trace && strlen(trace) < sizeof(job->traceparent))
-        snprintf(job->traceparent, sizeof(job->traceparent), "%s", trace);
-    keel_id_new("turn", job->correlation_id, sizeof(job->correlation_id));
-    if (bus_open(srv->bus, job->correlation_id, job->conversation_id, job->owner,
-                 keel_clock_now())) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
-        http_error(req, 503, "busy", NULL, "too many turns in progress");
-        goto out;
-    }
-    /* Once queued, a worker may run and free the job at any moment: what
-     * the reply needs is copied first. */
-    snprintf(cid, sizeof(cid), "%s", job->correlation_id);
-    snprintf(conv, sizeof(conv), "%s", job->conversation_id);
-    snprintf(pack, sizeof(pack), "%s", job->pack);
-    created = job->new_conversation;
-    if (queue_push(srv->queue, job)) {
-        bus_finish(srv->bus, job->correlation_id, NULL,
-                   json_pack("{s:i, s:s, s:s}", "code", KEEL_EFAIL, "field", "", "message",
-                             "the queue is full"),
-                   keel_clock_now());
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
-        http_error(req, 503, "busy", NULL, "the queue is full");
-        goto out;
-    }
-    job = NULL;   /* the queue owns it */
-    if (created)
-        pending_add(conv, pack, who->open ? "" : who->user);
     if (wait && strcmp(wait, "0")) {
-        struct waiter *w = keel_calloc(1, sizeof(*w));
-        if (!w) {   /* the turn runs; the caller polls */
-            http_error(req, 503, "no_memory", NULL, "out of memory");
-        } else {
-            w->srv = srv;
-            w->req = req;
-            snprintf(w->correlation_id, sizeof(w->correlation_id), "%s", cid);
-            w->next = srv->waiters;
-            if (w->next)
-                w->next->prev = w;
-            srv->waiters = w;
-            evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_waiter_closed,
-                                          w);
-        }
+        chat_wait(srv, req, cid, FORMAT_KEEL, NULL);
         goto out;
     }
     {
@@ -249,7 +302,6 @@ void route_chat(struct server *srv, struct evhttp_request *req, const struct pri
                             response, "stream", stream));
     }
 out:
-    job_free(job);
     json_decref(body);
 }
 
@@ -411,6 +463,60 @@ static void stream_end(struct stream *s)
 
 /* Sends what the bus has beyond s->sent; ends the stream when the turn
  * has ended and all is sent. */
+/* Sends `data` (stolen) as an OpenAI stream line "data: {…}". */
+static void openai_send(struct evhttp_request *req, json_t *data)
+{
+    struct evbuffer *out = evbuffer_new();
+    char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+
+    if (out && text) {
+        evbuffer_add_printf(out, "data: %s\n\n", text);
+        evhttp_send_reply_chunk(req, out);
+    }
+    keel_free(text);
+    json_decref(data);
+    if (out)
+        evbuffer_free(out);
+}
+
+static void openai_done(struct evhttp_request *req)
+{
+    struct evbuffer *out = evbuffer_new();
+
+    if (!out)
+        return;
+    evbuffer_add_printf(out, "data: [DONE]\n\n");
+    evhttp_send_reply_chunk(req, out);
+    evbuffer_free(out);
+}
+
+/* One bus event on an OpenAI stream: answer pieces become content
+ * deltas, `done` the last chunk and [DONE], `error` an error object;
+ * stage lines are not part of OpenAI's format. */
+static void openai_event(struct stream *s, const json_t *event)
+{
+    const char *name = json_string_value(json_object_get(event, "event"));
+    const json_t *data = json_object_get(event, "data");
+
+    if (!s->started) {
+        openai_send(s->req, openai_chunk(s->correlation_id, s->model, NULL, 1, NULL));
+        s->started = 1;
+    }
+    if (!strcmp(name, "token")) {
+        openai_send(s->req, openai_chunk(s->correlation_id, s->model,
+                                         json_string_value(json_object_get(data, "text")), 0,
+                                         NULL));
+    } else if (!strcmp(name, "done")) {
+        openai_send(s->req, openai_chunk(s->correlation_id, s->model, NULL, 0, "stop"));
+        openai_done(s->req);
+    } else if (!strcmp(name, "error")) {
+        openai_send(s->req, json_pack("{s:{s:O?, s:s, s:O?}}", "error", "message",
+                                      json_object_get(data, "message"), "type", "turn_failed",
+                                      "param", json_object_get(data, "field")));
+        openai_done(s->req);
+    }
+}
+
 static void stream_pump(struct stream *s)
 {
     json_t *events = NULL, *event;
@@ -419,7 +525,10 @@ static void stream_pump(struct stream *s)
     size_t i;
 
     json_array_foreach(events, i, event) {
-        sse_send(s->req, event);
+        if (s->format == FORMAT_OPENAI)
+            openai_event(s, event);
+        else
+            sse_send(s->req, event);
         s->sent = (long)json_integer_value(json_object_get(event, "id"));
     }
     json_decref(events);
@@ -483,13 +592,15 @@ static long last_event_id(struct evhttp_request *req)
 void route_stream(struct server *srv, struct evhttp_request *req, const char *cid,
                   const struct principal *who)
 {
-    long after = last_event_id(req);
-    enum bus_status status;
-    struct stream *s;
+    if (may_read_turn(srv, req, cid, who))
+        stream_open(srv, req, cid, last_event_id(req), FORMAT_KEEL, NULL);
+}
 
-    if (!may_read_turn(srv, req, cid, who))
-        return;
-    status = bus_read(srv->bus, cid, 0, NULL, NULL, NULL, NULL, 0);
+void stream_open(struct server *srv, struct evhttp_request *req, const char *cid, long after,
+                 enum reply_format format, const char *model)
+{
+    enum bus_status status = bus_read(srv->bus, cid, 0, NULL, NULL, NULL, NULL, 0);
+    struct stream *s;
 
     if (status == BUS_UNKNOWN) {   /* finished long ago: replay from the store */
         struct keel_error err;
@@ -524,6 +635,8 @@ void route_stream(struct server *srv, struct evhttp_request *req, const char *ci
     s->srv = srv;
     s->req = req;
     s->sent = after;
+    s->format = format;
+    snprintf(s->model, sizeof(s->model), "%s", model ? model : "");
     snprintf(s->correlation_id, sizeof(s->correlation_id), "%s", cid);
     s->next = srv->streams;
     if (s->next)
@@ -565,7 +678,9 @@ static void waiter_answer(struct waiter *w, enum bus_status status, json_t *resu
                           json_t *error)
 {
     evhttp_connection_set_closecb(evhttp_request_get_connection(w->req), NULL, NULL);
-    if (status == BUS_DONE)
+    if (status == BUS_DONE && w->format == FORMAT_OPENAI)
+        http_json(w->req, 200, openai_completion(w->model, result));
+    else if (status == BUS_DONE)
         http_json(w->req, 200, json_incref(result));
     else
         http_error(w->req, error_status(error), "turn_failed",

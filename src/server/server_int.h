@@ -29,20 +29,30 @@ struct principal {
     char role[16];
 };
 
+/* How a stream or a waiting request speaks: keel's own events, or
+ * OpenAI's chat-completion (chunk) objects. */
+enum reply_format { FORMAT_KEEL, FORMAT_OPENAI };
+
 /* An open SSE stream of one turn. */
 struct stream {
     struct server *srv;
     struct evhttp_request *req;
     char correlation_id[KEEL_ID_MAX];
     long sent;                 /* the number of the last event sent */
+    enum reply_format format;
+    int started;               /* OpenAI: the role chunk was sent */
+    char model[64];
     struct stream *prev, *next;
 };
 
-/* A POST /v1/chat?wait=1 waiting for its turn to end. */
+/* A request waiting for its turn to end (POST /v1/chat?wait=1, a
+ * non-streaming chat completion). */
 struct waiter {
     struct server *srv;
     struct evhttp_request *req;
     char correlation_id[KEEL_ID_MAX];
+    enum reply_format format;
+    char model[64];
     struct waiter *prev, *next;
 };
 
@@ -116,6 +126,36 @@ int principal_may_read(const struct principal *who, const char *owner);
 /* The owner of the conversation of turn `cid` into `owner` ("" when it
  * has none); KEEL_ENOTFOUND when no turn has that id. */
 int turn_owner(struct server *srv, const char *cid, char *owner, size_t n, struct keel_error *err);
+
+/* Shared by the chat routes (routes_chat.c). chat_job: a job for
+ * `message` in conversation `conversation_id` (NULL: a new one; with
+ * `name_new` a missing id names the new conversation) of `pack` (NULL:
+ * the conversation's or the default) for `who`. chat_enqueue: queues it
+ * (the queue owns it from then on) and copies its ids to cid/conv.
+ * Both send the error reply and return NULL / -1 on failure. */
+struct job *chat_job(struct server *srv, struct evhttp_request *req, const struct principal *who,
+                     const char *message, size_t len, const char *conversation_id,
+                     const char *pack, int name_new);
+int chat_enqueue(struct server *srv, struct evhttp_request *req, const struct principal *who,
+                 struct job *job, char cid[KEEL_ID_MAX], char *conv, size_t conv_n);
+
+/* Holds `req` until turn `cid` ends, then answers it in `format`. */
+void chat_wait(struct server *srv, struct evhttp_request *req, const char *cid,
+               enum reply_format format, const char *model);
+
+/* Opens an SSE stream of turn `cid` after event `after` in `format`. */
+void stream_open(struct server *srv, struct evhttp_request *req, const char *cid, long after,
+                 enum reply_format format, const char *model);
+
+/* POST /v1/chat/completions (routes_openai.c). */
+void route_completions(struct server *srv, struct evhttp_request *req,
+                       const struct principal *who);
+
+/* OpenAI shapes of a finished turn (routes_openai.c): the completion, a
+ * chunk of `content` (NULL: the role chunk; finish non-NULL: the last). */
+json_t *openai_completion(const char *model, const json_t *result);
+json_t *openai_chunk(const char *cid, const char *model, const char *content, int role,
+                     const char *finish);
 
 /* Called on the loop thread after the bus changed: sends new events to
  * the streams and answers the waiters whose turn ended. */

@@ -5,53 +5,6 @@
 # Last-Event-ID, a graceful stop that finishes accepted turns, and the
 # options keel refuses.
 
-J='Content-Type: application/json'
-
-# serve_start DB [ARGS…]: starts keel serve on a free loopback port
-# (--auth $SERVE_AUTH, default none); sets $URL and $SERVE_PID.
-serve_start() {
-    db=$1
-    shift
-    rm -f "$TMP/serve.port"
-    "$KEEL" serve --auth "${SERVE_AUTH:-none}" --listen 127.0.0.1:0 --db "$db" \
-        --port-file "$TMP/serve.port" "$@" > "$TMP/serve.out" 2> "$TMP/serve.err" &
-    SERVE_PID=$!
-    i=0
-    while [ ! -s "$TMP/serve.port" ]; do
-        i=$((i + 1))
-        if [ "$i" -gt 600 ] || ! kill -0 "$SERVE_PID" 2>/dev/null; then
-            echo "keel serve did not start: $(cat "$TMP/serve.err")"
-            return 1
-        fi
-        sleep 0.05
-    done
-    URL="http://127.0.0.1:$(cat "$TMP/serve.port")"
-}
-
-serve_stop() {
-    kill -TERM "$SERVE_PID" 2>/dev/null || true
-    wait "$SERVE_PID" 2>/dev/null
-}
-
-# post PATH JSON: POST with a JSON body; the body in $OUT, status in $CODE.
-post() {
-    RC=0 ERR=
-    OUT=$(curl -s -H "$J" -o - -w '\n%{http_code}' -X POST "$URL$1" -d "$2")
-    CODE=$(printf '%s' "$OUT" | tail -n 1)
-    OUT=$(printf '%s' "$OUT" | sed '$d')
-}
-
-get() {
-    RC=0 ERR=
-    OUT=$(curl -s -o - -w '\n%{http_code}' "$URL$1")
-    CODE=$(printf '%s' "$OUT" | tail -n 1)
-    OUT=$(printf '%s' "$OUT" | sed '$d')
-}
-
-expect_code() {
-    [ "$CODE" = "$1" ] || fail "expected HTTP $1, got $CODE: $OUT"
-}
-
 test_serve_turn_streamed_and_polled() {
     serve_start "$TMP/serve1.db"
     get /healthz
@@ -225,22 +178,6 @@ test_serve_refuses_bad_options() {
     run "$KEEL" serve --auth none --packs scholar,nope --listen 127.0.0.1:0 --db "$TMP/serve6.db"
     expect_rc 1
     expect_err "nope"
-}
-
-# auth_get/auth_post TOKEN PATH [JSON]: like get/post with a bearer token.
-auth_get() {
-    RC=0 ERR=
-    OUT=$(curl -s -o - -w '\n%{http_code}' -H "Authorization: Bearer $1" "$URL$2")
-    CODE=$(printf '%s' "$OUT" | tail -n 1)
-    OUT=$(printf '%s' "$OUT" | sed '$d')
-}
-
-auth_post() {
-    RC=0 ERR=
-    OUT=$(curl -s -o - -w '\n%{http_code}' -H "Authorization: Bearer $1" -H "$J" -X POST "$URL$2" \
-          -d "${3:-}")
-    CODE=$(printf '%s' "$OUT" | tail -n 1)
-    OUT=$(printf '%s' "$OUT" | sed '$d')
 }
 
 test_serve_keys_and_the_authorisation_matrix() {
