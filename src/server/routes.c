@@ -282,6 +282,10 @@ void route_request(struct evhttp_request *req, void *arg)
         route_health(srv, req);
         return;
     }
+    if (!strcmp(path, "/metrics") && get) {
+        route_prometheus(srv, req);
+        return;
+    }
     if (!strcmp(path, "/v1/models") && get) {
         route_models(srv, req);
         return;
@@ -308,8 +312,30 @@ void route_request(struct evhttp_request *req, void *arg)
         route_stream(srv, req, id, &who);
         return;
     }
+    if (!strcmp(path, "/v1/conversations")) {
+        if (get)
+            route_conversations_list(srv, req, &who);
+        else if (post)
+            route_conversations_create(srv, req, &who);
+        else
+            http_error(req, 405, "method_not_allowed", NULL, "use GET or POST");
+        return;
+    }
     if (tail_id(path, "/v1/conversations/", id, sizeof(id)) && get) {
         route_conversation(srv, req, id, &who);
+        return;
+    }
+    if (tail_id(path, "/v1/conversations/", id, sizeof(id)) &&
+        method == EVHTTP_REQ_DELETE) {
+        route_conversations_delete(srv, req, id, &who);
+        return;
+    }
+    if (!strcmp(path, "/v1/metrics/quality") && get) {
+        route_quality(srv, req, 0, &who);
+        return;
+    }
+    if (!strcmp(path, "/v1/metrics/quality/reset") && post) {
+        route_quality(srv, req, 1, &who);
         return;
     }
     if (!strncmp(path, "/v1/conversations/", 18) && strlen(path) > 24 &&

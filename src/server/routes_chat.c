@@ -32,7 +32,7 @@
 
 static void on_waiter_closed(struct evhttp_connection *conn, void *arg);
 
-static int pack_served(const struct server *srv, const char *pack)
+int server_pack_served(const struct server *srv, const char *pack)
 {
     for (int i = 0; i < srv->n_packs; i++)
         if (!strcmp(srv->packs[i], pack))
@@ -44,7 +44,7 @@ static int pack_served(const struct server *srv, const char *pack)
  * next message may arrive before the first turn ends. {id: {pack, at}}. */
 static json_t *pending_conversations;
 
-static void pending_add(const char *id, const char *pack, const char *owner)
+void server_pending_add(const char *id, const char *pack, const char *owner, int reserved)
 {
     const char *key;
     json_t *v, *tmp;
@@ -56,8 +56,8 @@ static void pending_add(const char *id, const char *pack, const char *owner)
         if (now - json_integer_value(json_object_get(v, "at")) > PENDING_KEEP_MS)
             json_object_del(pending_conversations, key);
     json_object_set_new(pending_conversations, id,
-                        json_pack("{s:s, s:s, s:I}", "pack", pack, "owner", owner, "at",
-                                  (json_int_t)now));
+                        json_pack("{s:s, s:s, s:I, s:b}", "pack", pack, "owner", owner, "at",
+                                  (json_int_t)now, "reserved", reserved));
 }
 
 static int message_ok(struct evhttp_request *req, const json_t *message)
@@ -96,7 +96,7 @@ static int conversation_for(struct server *srv, struct evhttp_request *req, cons
     struct keel_error err;
     const char *have = NULL;
 
-    if (pack && !pack_served(srv, pack)) {
+    if (pack && !server_pack_served(srv, pack)) {
         http_error(req, 400, "bad_request", "pack", "\"%s\" is not a pack this server serves",
                    pack);
         return 0;
@@ -131,6 +131,11 @@ static int conversation_for(struct server *srv, struct evhttp_request *req, cons
             }
             snprintf(job->pack, sizeof(job->pack), "%s",
                      json_string_value(json_object_get(pending, "pack")));
+            if (json_is_true(json_object_get(pending, "reserved"))) {
+                /* named by POST /v1/conversations: this turn creates it */
+                job->new_conversation = 1;
+                json_object_set_new(pending, "reserved", json_false());
+            }
         } else if (err.code == KEEL_ENOTFOUND && name_new) {
             job->new_conversation = 1;
             snprintf(job->pack, sizeof(job->pack), "%s", pack ? pack : srv->packs[0]);
@@ -145,7 +150,7 @@ static int conversation_for(struct server *srv, struct evhttp_request *req, cons
                        "conversation %s belongs to pack %s", job->conversation_id, have);
             return 0;
         }
-        if (!pack_served(srv, have)) {
+        if (!server_pack_served(srv, have)) {
             http_error(req, 400, "bad_request", "conversation_id",
                        "conversation %s belongs to pack %s, which this server does not serve",
                        job->conversation_id, have);
@@ -222,7 +227,7 @@ int chat_enqueue(struct server *srv, struct evhttp_request *req, const struct pr
         return -1;
     }
     if (created)
-        pending_add(conv, pack, who->open ? "" : who->user);
+        server_pending_add(conv, pack, who->open ? "" : who->user, 0);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <event2/http.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "server/bus.h"
 #include "server/queue.h"
@@ -58,6 +59,20 @@ struct waiter {
 
 struct worker;
 
+#define METRICS_BUCKETS 13
+#define METRICS_STAGES  10
+
+struct histogram {
+    atomic_long buckets[METRICS_BUCKETS + 1];   /* the last: above every bound */
+    atomic_long count, sum_us;
+};
+
+struct server_metrics {
+    atomic_long turns, errors;
+    struct histogram turn;
+    struct histogram stages[METRICS_STAGES];
+};
+
 struct server {
     struct server_options opt;
     char packs[SERVER_PACKS_MAX][64];
@@ -75,6 +90,7 @@ struct server {
     size_t n_streams;
     struct waiter *waiters;
     int draining;
+    struct server_metrics metrics;   /* counted by the workers */
 };
 
 /* ---- http.c ------------------------------------------------------------ */
@@ -169,6 +185,36 @@ void streams_close_all(struct server *srv);
 
 /* The page served at / (page.c). */
 extern const char server_page[];
+
+/* ---- routes_admin.c, metrics.c ---------------------------------------- */
+
+void route_conversations_list(struct server *srv, struct evhttp_request *req,
+                              const struct principal *who);
+void route_conversations_create(struct server *srv, struct evhttp_request *req,
+                                const struct principal *who);
+void route_conversations_delete(struct server *srv, struct evhttp_request *req, const char *id,
+                                const struct principal *who);
+void route_quality(struct server *srv, struct evhttp_request *req, int reset,
+                   const struct principal *who);
+void route_prometheus(struct server *srv, struct evhttp_request *req);
+
+/* The index of a pipeline stage by name, or -1. */
+int metrics_stage_index(const char *stage);
+
+/* Counts one observation of `ms` milliseconds (any thread). */
+void histogram_observe(struct histogram *h, double ms);
+
+/* Appends the turn and stage histograms in Prometheus' text format. */
+struct evbuffer;
+void server_metrics_write(struct server *srv, struct evbuffer *out);
+
+/* Nonzero when the server serves `pack`. */
+int server_pack_served(const struct server *srv, const char *pack);
+
+/* Remembers a conversation named before its first turn is stored:
+ * `reserved` (POST /v1/conversations) until a turn is queued for it,
+ * then created by that turn. */
+void server_pending_add(const char *id, const char *pack, const char *owner, int reserved);
 
 /* ---- workers.c --------------------------------------------------------- */
 

@@ -6,8 +6,10 @@
  * with the result's summary, or `error`.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/alloc.h"
 #include "core/clock.h"
@@ -26,8 +28,32 @@ struct worker {
 
 struct turn_ctx {
     struct bus *bus;
+    struct server_metrics *metrics;
     const char *correlation_id;
+    uint64_t stage_start[METRICS_STAGES];   /* monotonic ns */
 };
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Times each stage from its start event to its end event. */
+static void time_stage(struct turn_ctx *c, const json_t *event)
+{
+    const char *kind = json_string_value(json_object_get(event, "kind"));
+    int i = metrics_stage_index(json_string_value(json_object_get(event, "stage")));
+
+    if (i < 0 || !kind)
+        return;
+    if (!strcmp(kind, "start"))
+        c->stage_start[i] = now_ns();
+    else if (!strcmp(kind, "end") && c->stage_start[i])
+        histogram_observe(&c->metrics->stages[i], (double)(now_ns() - c->stage_start[i]) / 1e6);
+}
 
 static void on_event(void *arg, const json_t *event)
 {
@@ -35,6 +61,7 @@ static void on_event(void *arg, const json_t *event)
     const char *level = json_string_value(json_object_get(event, "level"));
     const char *user = json_string_value(json_object_get(event, "user_message"));
 
+    time_stage(c, event);
     if (!level || !strcmp(level, "technical") || !user)
         return;
     bus_publish(c->bus, c->correlation_id, "stage",
@@ -100,7 +127,8 @@ static int pack_index(const struct server *srv, const char *pack)
 static void run_job(struct worker *w, struct job *job)
 {
     struct server *srv = w->srv;
-    struct turn_ctx ctx = {srv->bus, job->correlation_id};
+    struct turn_ctx ctx = {srv->bus, &srv->metrics, job->correlation_id, {0}};
+    uint64_t t0 = now_ns();
     int p = pack_index(srv, job->pack);
     struct turn_request req = {
         .conversation_id = job->new_conversation ? NULL : job->conversation_id,
@@ -126,6 +154,10 @@ static void run_job(struct worker *w, struct job *job)
                        job->pack);
     else
         pipeline_turn(w->pl[p], &req, &result, &err);
+    atomic_fetch_add(&srv->metrics.turns, 1);
+    histogram_observe(&srv->metrics.turn, (double)(now_ns() - t0) / 1e6);
+    if (!result)
+        atomic_fetch_add(&srv->metrics.errors, 1);
     if (result && (summary = server_result_summary(result))) {
         publish_tokens(srv->bus, job->correlation_id,
                        json_string_value(json_object_get(result, "answer")));

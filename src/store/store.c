@@ -266,6 +266,29 @@ int store_share_find(struct store *store, const char *hash, char **conversation_
     return rc ? rc : store->ops->share_find(store, hash, conversation_id, err);
 }
 
+int store_list_conversations(struct store *store, const char *owner, int limit, int offset,
+                             json_t **out, struct keel_error *err)
+{
+    if (limit < 1 || limit > STORE_LIMIT_MAX)
+        return keel_error_set(err, KEEL_EINVAL, "limit", "must be between 1 and %d",
+                              STORE_LIMIT_MAX);
+    if (offset < 0)
+        return keel_error_set(err, KEEL_EINVAL, "offset", "must not be negative");
+    return store->ops->list_conversations(store, owner, limit, offset, out, err);
+}
+
+int store_delete_conversation(struct store *store, const char *id, struct keel_error *err)
+{
+    int rc = check_id(id, err);
+
+    return rc ? rc : store->ops->delete_conversation(store, id, err);
+}
+
+int store_metrics_reset(struct store *store, struct keel_error *err)
+{
+    return store->ops->metrics_reset(store, err);
+}
+
 void store_conversation_release(struct store_conversation *conv)
 {
     keel_free(conv->id);

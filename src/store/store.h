@@ -208,6 +208,10 @@ struct store_ops {
                      const char *user, int64_t now_ms, struct keel_error *err);
     int (*share_find)(struct store *store, const char *hash, char **conversation_id,
                       struct keel_error *err);
+    int (*list_conversations)(struct store *store, const char *owner, int limit, int offset,
+                              json_t **out, struct keel_error *err);
+    int (*delete_conversation)(struct store *store, const char *id, struct keel_error *err);
+    int (*metrics_reset)(struct store *store, struct keel_error *err);
 };
 
 /* Every backend's struct starts with this. */
@@ -292,6 +296,20 @@ int store_share_put(struct store *store, const char *hash, const char *conversat
                     const char *user, int64_t now_ms, struct keel_error *err);
 int store_share_find(struct store *store, const char *hash, char **conversation_id,
                      struct keel_error *err);
+
+/* Conversations, newest first (by last update, then id): all of them
+ * when `owner` is NULL, else those of `owner`; `limit` 1..STORE_LIMIT_MAX
+ * from `offset`. A new JSON array of {id, pack, turns, created_ms,
+ * updated_ms}. */
+int store_list_conversations(struct store *store, const char *owner, int limit, int offset,
+                             json_t **out, struct keel_error *err);
+
+/* Deletes a conversation with its turns, messages, decision logs and
+ * share links, in one transaction; KEEL_ENOTFOUND when there is none. */
+int store_delete_conversation(struct store *store, const char *id, struct keel_error *err);
+
+/* Sets every quality counter back to zero. */
+int store_metrics_reset(struct store *store, struct keel_error *err);
 
 /* Frees what a conversation owns. */
 void store_conversation_release(struct store_conversation *conv);

@@ -856,6 +856,31 @@ static int mem_get_turn(struct store *store, const char *correlation_id, json_t 
     return mem_conv_get_turn(((struct store_mem *)store)->conv, correlation_id, out, err);
 }
 
+static int mem_list_conversations(struct store *store, const char *owner, int limit, int offset,
+                                  json_t **out, struct keel_error *err)
+{
+    return mem_conv_list_all(((struct store_mem *)store)->conv, owner, limit, offset, out, err);
+}
+
+static int mem_delete_conversation(struct store *store, const char *id, struct keel_error *err)
+{
+    struct store_mem *mem = (struct store_mem *)store;
+    const char *hash;
+    json_t *conv_id, *tmp;
+    int rc = mem_conv_delete(mem->conv, id, err);
+
+    if (!rc)
+        json_object_foreach_safe(mem->shares, tmp, hash, conv_id)
+            if (!strcmp(json_string_value(conv_id), id))
+                json_object_del(mem->shares, hash);
+    return rc;
+}
+
+static int mem_metrics_reset(struct store *store, struct keel_error *err)
+{
+    return mem_conv_metrics_reset(((struct store_mem *)store)->conv, err);
+}
+
 static const struct store_ops mem_ops = {
     .name = "mem",
     .close = mem_close,
@@ -875,6 +900,9 @@ static const struct store_ops mem_ops = {
     .key_revoke = mem_key_revoke,
     .share_put = mem_share_put,
     .share_find = mem_share_find,
+    .list_conversations = mem_list_conversations,
+    .delete_conversation = mem_delete_conversation,
+    .metrics_reset = mem_metrics_reset,
 };
 
 /* Opens an empty in-memory store into *out; close it with store_close(),

@@ -6,6 +6,7 @@
  * memory, a conflict) leaves everything as it was: the same
  * all-or-nothing rule as the SQLite transaction.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -251,4 +252,75 @@ int mem_conv_get_turn(const struct mem_conversations *conv, const char *correlat
             }
     return keel_error_set(err, KEEL_ENOTFOUND, "correlation_id", "no turn \"%s\"",
                           correlation_id);
+}
+
+static int by_update(const void *a, const void *b)
+{
+    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    json_int_t ux = json_integer_value(json_object_get(x, "updated_ms"));
+    json_int_t uy = json_integer_value(json_object_get(y, "updated_ms"));
+
+    if (ux != uy)
+        return ux > uy ? -1 : 1;
+    return -strcmp(json_string_value(json_object_get(x, "id")),
+                   json_string_value(json_object_get(y, "id")));
+}
+
+int mem_conv_list_all(const struct mem_conversations *conv, const char *owner, int limit,
+                      int offset, json_t **out, struct keel_error *err)
+{
+    size_t n = conv ? json_object_size(conv->by_id) : 0, k = 0;
+    json_t **all = keel_calloc(n + 1, sizeof(*all)), *list = json_array(), *c;
+    const char *id;
+
+    if (!all || !list)
+        goto nomem;
+    if (conv)
+        json_object_foreach(conv->by_id, id, c) {
+            const char *o = json_string_value(json_object_get(c, "owner"));
+            if (owner && (!o || strcmp(o, owner)))
+                continue;
+            if (!(all[k] = json_pack("{s:s,s:O,s:O,s:O,s:O}", "id", id, "pack",
+                                     json_object_get(c, "pack"), "turns",
+                                     json_object_get(c, "turns"), "created_ms",
+                                     json_object_get(c, "created"), "updated_ms",
+                                     json_object_get(c, "updated"))))
+                goto nomem;
+            k++;
+        }
+    qsort(all, k, sizeof(*all), by_update);
+    for (size_t i = (size_t)offset; i < k && json_array_size(list) < (size_t)limit; i++)
+        if (json_array_append(list, all[i]))
+            goto nomem;
+    for (size_t i = 0; i < k; i++)
+        json_decref(all[i]);
+    keel_free(all);
+    *out = list;
+    return KEEL_OK;
+nomem:
+    for (size_t i = 0; all && i < k; i++)
+        json_decref(all[i]);
+    keel_free(all);
+    json_decref(list);
+    return keel_error_set(err, KEEL_ENOMEM, "conversations", "out of memory");
+}
+
+int mem_conv_delete(struct mem_conversations *conv, const char *id, struct keel_error *err)
+{
+    if (!conv || !json_object_get(conv->by_id, id))
+        return not_found(id, err);
+    json_object_del(conv->by_id, id);
+    return KEEL_OK;
+}
+
+int mem_conv_metrics_reset(struct mem_conversations *conv, struct keel_error *err)
+{
+    const char *name;
+    json_t *value;
+
+    (void)err;
+    if (conv)
+        json_object_foreach(conv->metrics, name, value)
+            json_integer_set(value, 0);
+    return KEEL_OK;
 }

@@ -21,6 +21,10 @@ int mem_conv_save(struct mem_conversations **conv, const struct store_turn_recor
 int mem_conv_metrics(const struct mem_conversations *conv, json_t **out, struct keel_error *err);
 int mem_conv_list(const struct mem_conversations *conv, const char *id, json_t **out,
                   struct keel_error *err);
+int mem_conv_list_all(const struct mem_conversations *conv, const char *owner, int limit,
+                      int offset, json_t **out, struct keel_error *err);
+int mem_conv_delete(struct mem_conversations *conv, const char *id, struct keel_error *err);
+int mem_conv_metrics_reset(struct mem_conversations *conv, struct keel_error *err);
 int mem_conv_get_turn(const struct mem_conversations *conv, const char *correlation_id,
                       json_t **out, struct keel_error *err);
 

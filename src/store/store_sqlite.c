@@ -981,6 +981,9 @@ static const struct store_ops sqlite_ops = {
     .key_revoke = sqlite_key_revoke,
     .share_put = sqlite_share_put,
     .share_find = sqlite_share_find,
+    .list_conversations = sqlite_list_conversations,
+    .delete_conversation = sqlite_delete_conversation,
+    .metrics_reset = sqlite_metrics_reset,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

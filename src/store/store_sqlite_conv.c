@@ -285,3 +285,65 @@ int sqlite_list_turns(struct store *store, const char *id, json_t **out, struct 
     return collect_rows(st, st->stmt[ST_TURNS_LIST], json_array(), add_turn, "reading turns", out,
                         err);
 }
+
+static int add_conversation(sqlite3_stmt *stmt, json_t *list)
+{
+    json_t *c = json_pack("{s:s?,s:s?,s:i,s:I,s:I}", "id",
+                          (const char *)sqlite3_column_text(stmt, 0), "pack",
+                          (const char *)sqlite3_column_text(stmt, 1), "turns",
+                          sqlite3_column_int(stmt, 2), "created_ms",
+                          (json_int_t)sqlite3_column_int64(stmt, 3), "updated_ms",
+                          (json_int_t)sqlite3_column_int64(stmt, 4));
+
+    return !c || json_array_append_new(list, c);
+}
+
+int sqlite_list_conversations(struct store *store, const char *owner, int limit, int offset,
+                              json_t **out, struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    sqlite3_stmt *stmt;
+    int rc = sqlite_connection_ready(st, err);
+
+    if (rc)
+        return rc;
+    stmt = st->stmt[ST_CONV_LIST];
+    BIND_TEXT(stmt, 1, owner);
+    sqlite3_bind_int(stmt, 2, limit);
+    sqlite3_bind_int(stmt, 3, offset);
+    return collect_rows(st, stmt, json_array(), add_conversation, "listing conversations", out,
+                        err);
+}
+
+int sqlite_delete_conversation(struct store *store, const char *id, struct keel_error *err)
+{
+    static const enum stmt_id steps[] = {ST_CONV_DELETE_SHARES, ST_CONV_DELETE_DECISIONS,
+                                         ST_CONV_DELETE_MESSAGES, ST_CONV_DELETE_TURNS,
+                                         ST_CONV_DELETE};
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    int rc;
+
+    if ((rc = sqlite_connection_ready(st, err)) ||
+        (rc = sqlite_tx_begin(st, "deleting a conversation", err)))
+        return rc;
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && !rc; i++) {
+        BIND_TEXT(st->stmt[steps[i]], 1, id);
+        rc = sqlite_stmt_exec(st, steps[i], "deleting a conversation", err);
+    }
+    if (!rc && sqlite3_changes(st->db) != 1)
+        rc = keel_error_set(err, KEEL_ENOTFOUND, "conversation_id", "no conversation \"%s\"",
+                            id);
+    if (!rc)
+        rc = sqlite_tx_commit(st, "deleting a conversation", err);
+    if (rc)
+        sqlite_tx_rollback(st);
+    return rc;
+}
+
+int sqlite_metrics_reset(struct store *store, struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    int rc = sqlite_connection_ready(st, err);
+
+    return rc ? rc : sqlite_stmt_exec(st, ST_METRICS_RESET, "resetting metrics", err);
+}

@@ -52,6 +52,13 @@ enum stmt_id {
     ST_KEY_REVOKE,
     ST_SHARE_INSERT,
     ST_SHARE_FIND,
+    ST_CONV_LIST,
+    ST_CONV_DELETE_SHARES,
+    ST_CONV_DELETE_DECISIONS,
+    ST_CONV_DELETE_MESSAGES,
+    ST_CONV_DELETE_TURNS,
+    ST_CONV_DELETE,
+    ST_METRICS_RESET,
     ST_COUNT
 };
 
@@ -129,5 +136,9 @@ int sqlite_share_put(struct store *store, const char *hash, const char *conversa
                      const char *user, int64_t now_ms, struct keel_error *err);
 int sqlite_share_find(struct store *store, const char *hash, char **conversation_id,
                       struct keel_error *err);
+int sqlite_list_conversations(struct store *store, const char *owner, int limit, int offset,
+                              json_t **out, struct keel_error *err);
+int sqlite_delete_conversation(struct store *store, const char *id, struct keel_error *err);
+int sqlite_metrics_reset(struct store *store, struct keel_error *err);
 
 #endif

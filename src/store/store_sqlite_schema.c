@@ -244,4 +244,13 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
     [ST_SHARE_INSERT] = "INSERT INTO shares (hash, conversation_id, created_by, created_at)"
                         " SELECT ?1, id, ?3, ?4 FROM conversations WHERE id = ?2",
     [ST_SHARE_FIND] = "SELECT conversation_id FROM shares WHERE hash = ?1",
+    [ST_CONV_LIST] = "SELECT id, pack, turns, created_at, updated_at FROM conversations"
+                     " WHERE ?1 IS NULL OR owner = ?1"
+                     " ORDER BY updated_at DESC, id DESC LIMIT ?2 OFFSET ?3",
+    [ST_CONV_DELETE_SHARES] = "DELETE FROM shares WHERE conversation_id = ?1",
+    [ST_CONV_DELETE_DECISIONS] = "DELETE FROM decisions WHERE conversation_id = ?1",
+    [ST_CONV_DELETE_MESSAGES] = "DELETE FROM messages WHERE conversation_id = ?1",
+    [ST_CONV_DELETE_TURNS] = "DELETE FROM turns WHERE conversation_id = ?1",
+    [ST_CONV_DELETE] = "DELETE FROM conversations WHERE id = ?1",
+    [ST_METRICS_RESET] = "UPDATE metrics SET value = 0",
 };

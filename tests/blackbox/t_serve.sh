@@ -265,3 +265,50 @@ test_serve_keys_and_the_authorisation_matrix() {
     expect_json '.error.message' '"the API key was revoked"'
     serve_stop
 }
+
+test_serve_conversations_and_metrics() {
+    serve_start "$TMP/serve8.db"
+    post /v1/conversations '{"pack": "payer"}'
+    expect_code 201
+    expect_json '[.pack, .turns]' '["payer",0]'
+    named=$(printf '%s' "$OUT" | jq -r .id)
+    # the named conversation is stored with its first turn
+    post '/v1/chat?wait=1' "{\"message\": \"how do I file an appeal\", \"conversation_id\": \"$named\"}"
+    expect_code 200
+    expect_json '.conversation_id' "\"$named\""
+    post '/v1/chat?wait=1' '{"message": "find recent papers on sleep and memory"}'
+    expect_code 200
+    other=$(printf '%s' "$OUT" | jq -r .conversation_id)
+    get '/v1/conversations?limit=10'
+    expect_code 200
+    expect_json '[.data[].id] | sort' "$(printf '["%s","%s"]' "$named" "$other" | jq -c sort)"
+    get '/v1/conversations?limit=1&offset=1'
+    expect_json '.data | length' '1'
+    get '/v1/conversations?limit=0'
+    expect_code 400
+    expect_json '.error.field' '"limit"'
+    # delete: gone with its turns; again 404
+    OUT=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$URL/v1/conversations/$named")
+    [ "$OUT" = 204 ] || fail "delete: $OUT"
+    get "/v1/conversations/$named"
+    expect_code 404
+    OUT=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$URL/v1/conversations/$named")
+    [ "$OUT" = 404 ] || fail "second delete: $OUT"
+    # quality metrics: one direct search, its tool called, its years kept
+    get /v1/metrics/quality
+    expect_code 200
+    expect_json '.counters.direct_search_turns' '1'
+    expect_json '.rates.direct_search_tool_call_rate' '1'
+    expect_json '.rates.recency_filter_compliance' '1'
+    get /metrics
+    expect_code 200
+    printf '%s\n' "$OUT" | grep -qx 'keel_turns_total 2' || fail "no turn count: $OUT"
+    printf '%s\n' "$OUT" | grep -q '^keel_stage_seconds_count{stage="load"} 2$' ||
+        fail "no stage histogram"
+    printf '%s\n' "$OUT" | grep -q '^keel_quality_direct_search_tool_call_rate 1.000000$' ||
+        fail "no quality rate"
+    post /v1/metrics/quality/reset ''
+    expect_code 200
+    expect_json '.counters.direct_search_turns' '0'
+    serve_stop
+}

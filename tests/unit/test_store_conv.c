@@ -428,6 +428,65 @@ START_TEST(test_conv_keys_owners_and_shares)
 }
 END_TEST
 
+START_TEST(test_conv_list_delete_and_reset)
+{
+    struct store *store = store_fresh();
+    struct store_conversation conv;
+    struct record_texts buf;
+    struct store_turn_record rec;
+    struct keel_error err;
+    json_t *list = NULL, *metrics = NULL;
+    char *shared = NULL;
+
+    keel_error_clear(&err);
+    for (int i = 0; i < 3; i++) {   /* conv_0 oldest … conv_2 newest, alice's */
+        char id[16];
+        snprintf(id, sizeof(id), "conv_%d", i);
+        rec = record_make(id, 1, &buf);
+        rec.owner = "alice";
+        rec.ts_ms = T0 + i * 10000;
+        ck_assert_int_eq(store_save_turn(store, &rec, &err), KEEL_OK);
+    }
+    save_ok(store, "conv_b", 1);   /* no owner */
+    ck_assert_int_eq(store_list_conversations(store, "alice", 10, 0, &list, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(list), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "id")), "conv_2");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 2), "id")), "conv_0");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(list, 0), "turns")), 1);
+    json_decref(list);
+    ck_assert_int_eq(store_list_conversations(store, "alice", 1, 1, &list, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(list), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "id")), "conv_1");
+    json_decref(list);
+    ck_assert_int_eq(store_list_conversations(store, NULL, 10, 0, &list, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(list), 4);
+    json_decref(list);
+    ck_assert_int_eq(store_list_conversations(store, "bob", 10, 0, &list, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(list), 0);
+    json_decref(list);
+    ck_assert_int_eq(store_list_conversations(store, NULL, 0, 0, &list, &err), KEEL_EINVAL);
+
+    /* delete takes the turns, messages, decisions and share links along */
+    save_ok(store, "conv_1", 2);
+    ck_assert_int_eq(store_share_put(store, "share-x", "conv_1", "alice", T0, &err), KEEL_OK);
+    ck_assert_int_eq(store_delete_conversation(store, "conv_1", &err), KEEL_OK);
+    ck_assert_int_eq(store_load_conversation(store, "conv_1", &conv, &err), KEEL_ENOTFOUND);
+    ck_assert_int_eq(store_get_turn(store, "turn_conv_1_2", &list, &err), KEEL_ENOTFOUND);
+    ck_assert_int_eq(store_share_find(store, "share-x", &shared, &err), KEEL_ENOTFOUND);
+    ck_assert_int_eq(store_delete_conversation(store, "conv_1", &err), KEEL_ENOTFOUND);
+    ck_assert_int_eq(store_load_conversation(store, "conv_2", &conv, &err), KEEL_OK);
+    store_conversation_release(&conv);
+    /* the id may be used again */
+    save_ok(store, "conv_1", 1);
+
+    ck_assert_int_eq(store_metrics_reset(store, &err), KEEL_OK);
+    ck_assert_int_eq(store_metrics(store, &metrics, &err), KEEL_OK);
+    ck_assert_int_eq(json_integer_value(json_object_get(metrics, "turns")), 0);
+    json_decref(metrics);
+    store_close(store);
+}
+END_TEST
+
 START_TEST(test_conv_unknown_ids)
 {
     struct store *store = store_fresh();
@@ -634,6 +693,7 @@ static void add_contract_tests(TCase *tc)
     tcase_add_test(tc, test_conv_list_turns_has_both_messages);
     tcase_add_test(tc, test_conv_get_turn_by_correlation);
     tcase_add_test(tc, test_conv_keys_owners_and_shares);
+    tcase_add_test(tc, test_conv_list_delete_and_reset);
     tcase_add_test(tc, test_conv_unknown_ids);
     tcase_add_test(tc, test_conv_argument_errors);
 }
