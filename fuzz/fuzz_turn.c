@@ -69,7 +69,7 @@ static void fuzz_conversation(const char *text, size_t n)
         const char *nl = memchr(text, '\n', n);
         size_t len = nl ? (size_t)(nl - text) : n;
         struct turn_request req = {conversation[0] ? conversation : NULL, text, len, NULL,
-                                   1770465600000, NULL, NULL, NULL, NULL, NULL};
+                                   1770465600000, NULL, NULL, NULL, NULL, NULL, NULL};
         json_t *result = NULL;
 
         if (pipeline_turn(pl, &req, &result, &err) == KEEL_OK) {

@@ -61,6 +61,8 @@ struct turn_request {
     const char *correlation_id;        /* the turn's id, named by the caller (keel_id_new("turn"));
                                         * NULL: a fresh one */
     const char *owner;                 /* the API user a new conversation belongs to; NULL: none */
+    const char *traceparent;           /* the caller's W3C traceparent, kept in the load event;
+                                        * NULL: none */
 };
 
 struct pipeline;

@@ -49,9 +49,9 @@ int stage_load(struct turn *t, struct keel_error *err)
     }
     snprintf(t->stage_before, sizeof(t->stage_before), "%s", t->state.stage);
     return turn_emit(t, "info", "load.state",
-                     json_pack("{s:s,s:i,s:s,s:b}", "conversation_id", t->conversation_id, "turn",
-                               t->seq, "stage", t->state.stage, "blueprint",
-                               t->state.blueprint.active),
+                     json_pack("{s:s,s:i,s:s,s:b,s:s*}", "conversation_id", t->conversation_id,
+                               "turn", t->seq, "stage", t->state.stage, "blueprint",
+                               t->state.blueprint.active, "traceparent", t->req->traceparent),
                      "%s turn %d, stage %s", t->seq == 1 ? "new conversation" : "conversation",
                      t->seq, t->state.stage)
                ? keel_error_set(err, KEEL_ENOMEM, "load", "out of memory")

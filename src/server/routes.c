@@ -7,6 +7,7 @@
 #include <event2/keyvalq_struct.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "core/alloc.h"
 #include "core/clock.h"
@@ -39,6 +40,47 @@ int turn_owner(struct server *srv, const char *cid, char *owner, size_t n, struc
     snprintf(owner, n, "%s", conv.owner ? conv.owner : "");
     store_conversation_release(&conv);
     return KEEL_OK;
+}
+
+/* A token bucket per key: SERVER_RATE_BURST requests at once, refilled
+ * at SERVER_RATE_PER_S. Over it: 429 with Retry-After. */
+static int rate_ok(struct server *srv, struct evhttp_request *req, const char *key_id)
+{
+    struct timespec ts;
+    int64_t now;
+    json_t *b;
+    double tokens;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    if (!srv->buckets && !(srv->buckets = json_object()))
+        return 1;   /* no memory for accounting: let it through */
+    b = json_object_get(srv->buckets, key_id);
+    if (!b) {
+        if (json_object_size(srv->buckets) > 100000)
+            json_object_clear(srv->buckets);   /* a bound on the table; buckets refill anyway */
+        b = json_pack("{s:f, s:I}", "tokens", (double)SERVER_RATE_BURST, "at", (json_int_t)now);
+        if (!b || json_object_set_new(srv->buckets, key_id, b))
+            return 1;
+    }
+    tokens = json_real_value(json_object_get(b, "tokens")) +
+             (double)(now - json_integer_value(json_object_get(b, "at"))) * SERVER_RATE_PER_S /
+                 1000.0;
+    if (tokens > SERVER_RATE_BURST)
+        tokens = SERVER_RATE_BURST;
+    json_object_set_new(b, "at", json_integer(now));
+    if (tokens < 1.0) {
+        char after[16];
+        json_object_set_new(b, "tokens", json_real(tokens));
+        snprintf(after, sizeof(after), "%d",
+                 (int)((1.0 - tokens) / SERVER_RATE_PER_S) + 1);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", after);
+        http_error(req, 429, "rate_limited", "Authorization",
+                   "more than %d requests per second with this key", SERVER_RATE_PER_S);
+        return 0;
+    }
+    json_object_set_new(b, "tokens", json_real(tokens - 1.0));
+    return 1;
 }
 
 /* The key of "Authorization: Bearer TOKEN" (or, for EventSource, which
@@ -85,8 +127,9 @@ static int authenticate(struct server *srv, struct evhttp_request *req, int stre
     evhttp_remove_header(evhttp_request_get_output_headers(req), "WWW-Authenticate");
     snprintf(who->user, sizeof(who->user), "%s", key.user);
     snprintf(who->role, sizeof(who->role), "%s", key.role);
+    snprintf(who->key_id, sizeof(who->key_id), "%s", key.id);
     store_key_release(&key);
-    return 1;
+    return rate_ok(srv, req, who->key_id);
 }
 
 static void route_page(struct evhttp_request *req)
@@ -228,7 +271,7 @@ void route_share(struct server *srv, struct evhttp_request *req, const char *id,
  * the link (no API key needed). */
 void route_shared(struct server *srv, struct evhttp_request *req, const char *token)
 {
-    struct principal anyone = {1, "", ""};
+    struct principal anyone = {1, "", "", ""};
     struct keel_error err;
     char hash[AUTH_HASH_MAX], *id = NULL;
 

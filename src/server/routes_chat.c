@@ -31,6 +31,7 @@
 /* ---- POST /v1/chat -------------------------------------------------------- */
 
 static void on_waiter_closed(struct evhttp_connection *conn, void *arg);
+static int key_streams_add(struct server *srv, const char *key_id, int delta);
 
 int server_pack_served(const struct server *srv, const char *pack)
 {
@@ -437,6 +438,7 @@ static void stream_unlink(struct stream *s)
 {
     struct server *srv = s->srv;
 
+    key_streams_add(srv, s->key_id, -1);
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -598,11 +600,29 @@ void route_stream(struct server *srv, struct evhttp_request *req, const char *ci
                   const struct principal *who)
 {
     if (may_read_turn(srv, req, cid, who))
-        stream_open(srv, req, cid, last_event_id(req), FORMAT_KEEL, NULL);
+        stream_open(srv, req, cid, last_event_id(req), FORMAT_KEEL, NULL, who->key_id);
+}
+
+/* Open streams per key: counted up when a stream opens, down when it
+ * ends or its client leaves. */
+static int key_streams_add(struct server *srv, const char *key_id, int delta)
+{
+    json_int_t n;
+
+    if (!key_id[0])
+        return 0;
+    if (!srv->key_streams && !(srv->key_streams = json_object()))
+        return 0;
+    n = json_integer_value(json_object_get(srv->key_streams, key_id)) + delta;
+    if (n <= 0)
+        json_object_del(srv->key_streams, key_id);
+    else
+        json_object_set_new(srv->key_streams, key_id, json_integer(n));
+    return (int)n;
 }
 
 void stream_open(struct server *srv, struct evhttp_request *req, const char *cid, long after,
-                 enum reply_format format, const char *model)
+                 enum reply_format format, const char *model, const char *key_id)
 {
     enum bus_status status = bus_read(srv->bus, cid, 0, NULL, NULL, NULL, NULL, 0);
     struct stream *s;
@@ -633,6 +653,13 @@ void stream_open(struct server *srv, struct evhttp_request *req, const char *cid
         http_error(req, 503, "busy", NULL, "too many open streams");
         return;
     }
+    if (key_id && key_id[0] &&
+        json_integer_value(json_object_get(srv->key_streams, key_id)) >= SERVER_STREAMS_PER_KEY) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "5");
+        http_error(req, 429, "too_many_streams", "Authorization",
+                   "this key has %d streams open already", SERVER_STREAMS_PER_KEY);
+        return;
+    }
     if (!(s = keel_calloc(1, sizeof(*s)))) {
         http_error(req, 503, "no_memory", NULL, "out of memory");
         return;
@@ -642,6 +669,8 @@ void stream_open(struct server *srv, struct evhttp_request *req, const char *cid
     s->sent = after;
     s->format = format;
     snprintf(s->model, sizeof(s->model), "%s", model ? model : "");
+    snprintf(s->key_id, sizeof(s->key_id), "%s", key_id ? key_id : "");
+    key_streams_add(srv, s->key_id, 1);
     snprintf(s->correlation_id, sizeof(s->correlation_id), "%s", cid);
     s->next = srv->streams;
     if (s->next)

@@ -154,7 +154,7 @@ void route_completions(struct server *srv, struct evhttp_request *req,
     }
     evhttp_add_header(evhttp_request_get_output_headers(req), "X-Keel-Conversation", conv);
     if (stream)
-        stream_open(srv, req, cid, 0, FORMAT_OPENAI, json_string_value(model));
+        stream_open(srv, req, cid, 0, FORMAT_OPENAI, json_string_value(model), who->key_id);
     else
         chat_wait(srv, req, cid, FORMAT_OPENAI, json_string_value(model));
 out:

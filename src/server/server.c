@@ -173,6 +173,8 @@ static void server_release(struct server *srv)
         event_base_free(srv->base);
     queue_free(srv->queue);
     bus_free(srv->bus);
+    json_decref(srv->buckets);
+    json_decref(srv->key_streams);
     store_close(srv->store);
 }
 

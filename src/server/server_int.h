@@ -28,7 +28,12 @@ struct principal {
     int open;
     char user[129];
     char role[16];
+    char key_id[48];
 };
+
+#define SERVER_RATE_PER_S       20      /* requests a key may make per second, on average */
+#define SERVER_RATE_BURST       40      /* … and at once */
+#define SERVER_STREAMS_PER_KEY  64      /* open SSE streams of one key */
 
 /* How a stream or a waiting request speaks: keel's own events, or
  * OpenAI's chat-completion (chunk) objects. */
@@ -39,6 +44,7 @@ struct stream {
     struct server *srv;
     struct evhttp_request *req;
     char correlation_id[KEEL_ID_MAX];
+    char key_id[48];           /* "" with --auth none */
     long sent;                 /* the number of the last event sent */
     enum reply_format format;
     int started;               /* OpenAI: the role chunk was sent */
@@ -91,6 +97,8 @@ struct server {
     struct waiter *waiters;
     int draining;
     struct server_metrics metrics;   /* counted by the workers */
+    json_t *buckets;                 /* key id -> {tokens, at}: request rate (loop thread) */
+    json_t *key_streams;             /* key id -> open streams */
 };
 
 /* ---- http.c ------------------------------------------------------------ */
@@ -159,9 +167,10 @@ int chat_enqueue(struct server *srv, struct evhttp_request *req, const struct pr
 void chat_wait(struct server *srv, struct evhttp_request *req, const char *cid,
                enum reply_format format, const char *model);
 
-/* Opens an SSE stream of turn `cid` after event `after` in `format`. */
+/* Opens an SSE stream of turn `cid` after event `after` in `format` for
+ * key `key_id` ("" with --auth none; at most SERVER_STREAMS_PER_KEY open). */
 void stream_open(struct server *srv, struct evhttp_request *req, const char *cid, long after,
-                 enum reply_format format, const char *model);
+                 enum reply_format format, const char *model, const char *key_id);
 
 /* POST /v1/chat/completions (routes_openai.c). */
 void route_completions(struct server *srv, struct evhttp_request *req,

@@ -147,6 +147,7 @@ static void run_job(struct worker *w, struct job *job)
     keel_error_clear(&err);
     bus_running(srv->bus, job->correlation_id);
     req.owner = job->owner[0] ? job->owner : NULL;
+    req.traceparent = job->traceparent[0] ? job->traceparent : NULL;
     if (p < 0)
         keel_error_set(&err, KEEL_EINVAL, "pack", "pack \"%s\" is not served", job->pack);
     else if (job->role[0] && !(req.role = pipeline_role_for(w->pl[p], job->role)))

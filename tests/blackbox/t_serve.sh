@@ -312,3 +312,31 @@ test_serve_conversations_and_metrics() {
     expect_json '.counters.direct_search_turns' '0'
     serve_stop
 }
+
+test_serve_rate_limit_per_key() {
+    db="$TMP/serve9.db"
+    run "$KEEL" keys create --user rate --role editor --db "$db"
+    token=$OUT
+    SERVE_AUTH=keys serve_start "$db"
+    # 100 requests on one connection: the burst (40) passes, then 429s
+    urls=$(for i in $(seq 100); do printf '%s/v1/models ' "$URL"; done)
+    # shellcheck disable=SC2086
+    codes=$(curl -s -D "$TMP/h.txt" -H "Authorization: Bearer $token" -o /dev/null \
+            -w '%{http_code}\n' $urls | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+    case "$codes" in *" 200;"*" 429;"*) ;; *) fail "codes: $codes" ;; esac
+    grep -qi '^Retry-After: [0-9]' "$TMP/h.txt" || fail "no Retry-After on a 429"
+    # other routes without a key are not counted against it
+    get /healthz
+    expect_code 200
+    serve_stop
+}
+
+test_serve_keeps_the_traceparent() {
+    serve_start "$TMP/serve10.db"
+    tp='00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
+    OUT=$(curl -s -H "$J" -H "traceparent: $tp" "$URL/v1/chat?wait=1" -d '{"message": "hello"}')
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    serve_stop
+    got=$(sqlite3 "$TMP/serve10.db" "SELECT json_extract(e.value, '\$.extra.traceparent') FROM turns, json_each(turns.events) AS e WHERE turns.correlation_id = '$cid' AND json_extract(e.value, '\$.extra.traceparent') IS NOT NULL")
+    [ "$got" = "$tp" ] || fail "traceparent stored: '$got'"
+}
