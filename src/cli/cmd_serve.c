@@ -27,6 +27,8 @@ static void serve_usage(FILE *out)
             "                       key made with keel keys create (the default)\n"
             "  --auth none          no API keys: only on a loopback address (the demo)\n"
             "  --providers LIST     remote paper providers, as for keel chat\n"
+            "  --rate N             requests per second per key, twice that at once\n"
+            "                       (default 20; over it: 429 with Retry-After)\n"
             "  --port-file FILE     write the bound port to FILE once listening\n");
 }
 
@@ -37,6 +39,7 @@ int cmd_serve(int argc, char **argv)
         {"workers", required_argument, NULL, 'w'}, {"packs", required_argument, NULL, 'p'},
         {"auth", required_argument, NULL, 'a'},    {"providers", required_argument, NULL, 'P'},
         {"port-file", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
+        {"rate", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     struct server_options o;
@@ -71,6 +74,16 @@ int cmd_serve(int argc, char **argv)
             break;
         case 'P': o.providers = optarg; break;
         case 'f': o.port_file = optarg; break;
+        case 'R': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*end || n < 1 || n > 100000) {
+                fprintf(stderr, "keel: --rate: must be 1..100000, got \"%s\"\n", optarg);
+                return 2;
+            }
+            o.rate = (int)n;
+            break;
+        }
         case 'h': serve_usage(stdout); return 0;
         case ':':
             fprintf(stderr, "keel: serve: %s needs a value\n\n", argv[optind - 1]);

@@ -42,14 +42,14 @@ int turn_owner(struct server *srv, const char *cid, char *owner, size_t n, struc
     return KEEL_OK;
 }
 
-/* A token bucket per key: SERVER_RATE_BURST requests at once, refilled
- * at SERVER_RATE_PER_S. Over it: 429 with Retry-After. */
+/* A token bucket per key: twice the rate at once, refilled at the rate
+ * (--rate, default SERVER_RATE_PER_S). Over it: 429 with Retry-After. */
 static int rate_ok(struct server *srv, struct evhttp_request *req, const char *key_id)
 {
     struct timespec ts;
     int64_t now;
     json_t *b;
-    double tokens;
+    double tokens, rate = srv->opt.rate > 0 ? srv->opt.rate : SERVER_RATE_PER_S, burst = 2 * rate;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -59,24 +59,22 @@ static int rate_ok(struct server *srv, struct evhttp_request *req, const char *k
     if (!b) {
         if (json_object_size(srv->buckets) > 100000)
             json_object_clear(srv->buckets);   /* a bound on the table; buckets refill anyway */
-        b = json_pack("{s:f, s:I}", "tokens", (double)SERVER_RATE_BURST, "at", (json_int_t)now);
+        b = json_pack("{s:f, s:I}", "tokens", burst, "at", (json_int_t)now);
         if (!b || json_object_set_new(srv->buckets, key_id, b))
             return 1;
     }
     tokens = json_real_value(json_object_get(b, "tokens")) +
-             (double)(now - json_integer_value(json_object_get(b, "at"))) * SERVER_RATE_PER_S /
-                 1000.0;
-    if (tokens > SERVER_RATE_BURST)
-        tokens = SERVER_RATE_BURST;
+             (double)(now - json_integer_value(json_object_get(b, "at"))) * rate / 1000.0;
+    if (tokens > burst)
+        tokens = burst;
     json_object_set_new(b, "at", json_integer(now));
     if (tokens < 1.0) {
         char after[16];
         json_object_set_new(b, "tokens", json_real(tokens));
-        snprintf(after, sizeof(after), "%d",
-                 (int)((1.0 - tokens) / SERVER_RATE_PER_S) + 1);
+        snprintf(after, sizeof(after), "%d", (int)((1.0 - tokens) / rate) + 1);
         evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", after);
         http_error(req, 429, "rate_limited", "Authorization",
-                   "more than %d requests per second with this key", SERVER_RATE_PER_S);
+                   "more than %.0f requests per second with this key", rate);
         return 0;
     }
     json_object_set_new(b, "tokens", json_real(tokens - 1.0));

@@ -23,6 +23,7 @@ struct server_options {
                                 * route needs a key (keel keys create) */
     const char *providers;     /* remote paper providers, as for keel chat; may be NULL */
     const char *port_file;     /* write the bound port here once listening; may be NULL */
+    int rate;                  /* requests per second per key (burst twice that); 0: 20 */
 };
 
 /* Runs the server until SIGTERM or SIGINT: then it stops accepting,

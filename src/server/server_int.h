@@ -31,8 +31,8 @@ struct principal {
     char key_id[48];
 };
 
-#define SERVER_RATE_PER_S       20      /* requests a key may make per second, on average */
-#define SERVER_RATE_BURST       40      /* … and at once */
+#define SERVER_RATE_PER_S       20      /* requests a key may make per second, on average
+                                         * (--rate), and twice that at once */
 #define SERVER_STREAMS_PER_KEY  64      /* open SSE streams of one key */
 
 /* How a stream or a waiting request speaks: keel's own events, or

@@ -317,8 +317,8 @@ test_serve_rate_limit_per_key() {
     db="$TMP/serve9.db"
     run "$KEEL" keys create --user rate --role editor --db "$db"
     token=$OUT
-    SERVE_AUTH=keys serve_start "$db"
-    # 100 requests on one connection: the burst (40) passes, then 429s
+    SERVE_AUTH=keys serve_start "$db" --rate 2
+    # 100 requests on one connection: the burst (4) passes, then 429s
     urls=$(for i in $(seq 100); do printf '%s/v1/models ' "$URL"; done)
     # shellcheck disable=SC2086
     codes=$(curl -s -D "$TMP/h.txt" -H "Authorization: Bearer $token" -o /dev/null \
@@ -332,6 +332,7 @@ test_serve_rate_limit_per_key() {
 }
 
 test_serve_keeps_the_traceparent() {
+    RC=0 ERR=
     serve_start "$TMP/serve10.db"
     tp='00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01'
     OUT=$(curl -s -H "$J" -H "traceparent: $tp" "$URL/v1/chat?wait=1" -d '{"message": "hello"}')
