@@ -20,6 +20,7 @@ static const struct {
     {"policy", bench_policy},
     {"store", bench_store},
     {"pipeline", bench_pipeline},
+    {"http", bench_http},
 };
 
 uint64_t bench_now_ns(void)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "core/alloc.h"
@@ -221,6 +222,13 @@ int server_run(const struct server_options *options, struct keel_error *err)
     /* A client that leaves mid-write must not kill the server: writes to
      * its socket fail with EPIPE instead, and libevent drops it. */
     signal(SIGPIPE, SIG_IGN);
+    {   /* every stream is a connection: as many descriptors as allowed */
+        struct rlimit lim;
+        if (!getrlimit(RLIMIT_NOFILE, &lim) && lim.rlim_cur < lim.rlim_max) {
+            lim.rlim_cur = lim.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &lim);
+        }
+    }
     if (evthread_use_pthreads())
         return keel_error_set(err, KEEL_EIO, "server", "libevent has no thread support");
     rc = KEEL_ENOMEM;

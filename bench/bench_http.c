@@ -1,0 +1,382 @@
+/*
+ * bench_http.c — `make bench BENCH=http`: the real `keel serve` on
+ * loopback, driven by a bounded load generator (libcurl multi, a fixed
+ * number of requests in flight on keep-alive connections).
+ *
+ *   http.healthz     GET /healthz
+ *   http.chat_wait   POST /v1/chat?wait=1, one turn per request, each in a
+ *                    new conversation of the scholar pack (mixed messages)
+ *   http.sse_streams 5,000 open SSE streams held by one server process:
+ *                    the server's resident memory per stream. The turn the
+ *                    streams follow is kept running by a paper provider
+ *                    that never answers (a socket of this benchmark that
+ *                    accepts and stays silent), so the streams stay open.
+ *
+ * Each prints {"bench", "req_per_s", "p50_ms", "p99_ms", "n", …} or
+ * {"bench", "streams", "rss_kb_per_stream", …}. The server is
+ * build/keel beside this binary, on a fresh SQLite file, --auth none.
+ */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define INFLIGHT      16
+#define BUDGET_NS     (8ull * 1000000000ull)
+#define MAX_REQUESTS  400000
+#define STREAMS       5000
+
+struct server_proc {
+    pid_t pid;
+    int port;
+    char dir[64];
+};
+
+static char keel_path[4096];
+
+/* build/keel beside build/keel-bench. */
+static int find_keel(void)
+{
+    ssize_t n = readlink("/proc/self/exe", keel_path, sizeof(keel_path) - 8);
+    char *slash;
+
+    if (n <= 0)
+        return -1;
+    keel_path[n] = '\0';
+    if (!(slash = strrchr(keel_path, '/')))
+        return -1;
+    strcpy(slash + 1, "keel");
+    return access(keel_path, X_OK);
+}
+
+static int start_server(struct server_proc *s, const char *const *extra, const char *openalex)
+{
+    char db[128], portfile[128], packs[4096];
+    const char *argv[32];
+    int argc = 0;
+
+    snprintf(s->dir, sizeof(s->dir), "/tmp/keel-bench-http-XXXXXX");
+    if (!mkdtemp(s->dir))
+        return -1;
+    snprintf(db, sizeof(db), "%s/http.db", s->dir);
+    snprintf(portfile, sizeof(portfile), "%s/port", s->dir);
+    snprintf(packs, sizeof(packs), "%s/packs", bench_root());
+    argv[argc++] = keel_path;
+    argv[argc++] = "serve";
+    argv[argc++] = "--auth";
+    argv[argc++] = "none";
+    argv[argc++] = "--listen";
+    argv[argc++] = "127.0.0.1:0";
+    argv[argc++] = "--db";
+    argv[argc++] = db;
+    argv[argc++] = "--port-file";
+    argv[argc++] = portfile;
+    for (; extra && *extra && argc < 28; extra++)
+        argv[argc++] = *extra;
+    argv[argc] = NULL;
+    if ((s->pid = fork()) < 0)
+        return -1;
+    if (s->pid == 0) {
+        int null = open("/dev/null", 1);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        setenv("KEEL_PACKS", packs, 1);
+        setenv("KEEL_LOG_LEVEL", "error", 1);
+        if (openalex)
+            setenv("KEEL_OPENALEX_URL", openalex, 1);
+        execv(keel_path, (char *const *)argv);
+        _exit(127);
+    }
+    for (int i = 0; i < 600; i++) {
+        FILE *f = fopen(portfile, "r");
+        if (f) {
+            int ok = fscanf(f, "%d", &s->port) == 1;
+            fclose(f);
+            if (ok)
+                return 0;
+        }
+        usleep(20000);
+    }
+    return -1;
+}
+
+static void stop_server(struct server_proc *s)
+{
+    char cmd[160];
+    int status;
+
+    if (s->pid > 0) {
+        kill(s->pid, SIGTERM);
+        waitpid(s->pid, &status, 0);
+    }
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", s->dir);
+    if (system(cmd)) {
+        /* a leftover temp folder is not worth failing the benchmark */
+    }
+}
+
+/* ---- the load generator ------------------------------------------------------ */
+
+static const char *const messages[] = {
+    "find recent papers on sleep and memory",
+    "papers on graph neural networks between 2018 and 2022",
+    "Show me 12 open access papers on federated learning from the last 3 years",
+    "hello",
+    "What are the newest papers on CRISPR gene editing?",
+    "Find 2020-2023 studies of remote work productivity",
+};
+
+struct slot {
+    CURL *easy;
+    uint64_t started;
+    char body[512];
+};
+
+static size_t discard(char *p, size_t size, size_t n, void *arg)
+{
+    (void)p;
+    (void)arg;
+    return size * n;
+}
+
+static void slot_setup(struct slot *s, const char *url, int chat, size_t i,
+                       struct curl_slist *headers)
+{
+    curl_easy_reset(s->easy);
+    curl_easy_setopt(s->easy, CURLOPT_URL, url);
+    curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(s->easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(s->easy, CURLOPT_PRIVATE, s);
+    if (chat) {
+        snprintf(s->body, sizeof(s->body), "{\"message\": \"%s\"}",
+                 messages[i % (sizeof(messages) / sizeof(messages[0]))]);
+        curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, s->body);
+    }
+    s->started = bench_now_ns();
+}
+
+static int by_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Runs `path` with INFLIGHT requests in flight for BUDGET_NS; prints the line. */
+static int load(const char *name, int port, const char *path, int chat)
+{
+    char url[256];
+    struct slot slots[INFLIGHT];
+    struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
+    uint64_t *samples = malloc(MAX_REQUESTS * sizeof(*samples)), start;
+    CURLM *multi = curl_multi_init();
+    size_t n = 0, sent = 0, errors = 0;
+    int running = 1;
+
+    if (!samples || !multi || !headers)
+        return 1;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+    start = bench_now_ns();
+    for (int i = 0; i < INFLIGHT; i++) {
+        slots[i].easy = curl_easy_init();
+        slot_setup(&slots[i], url, chat, sent++, headers);
+        curl_multi_add_handle(multi, slots[i].easy);
+    }
+    while (running) {
+        CURLMsg *msg;
+        int left, still;
+        curl_multi_perform(multi, &still);
+        while ((msg = curl_multi_info_read(multi, &left))) {
+            struct slot *s = NULL;
+            long code = 0;
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+            if (msg->data.result != CURLE_OK || code != 200)
+                errors++;
+            else if (n < MAX_REQUESTS)
+                samples[n++] = bench_now_ns() - s->started;
+            curl_multi_remove_handle(multi, s->easy);
+            if (bench_now_ns() - start < BUDGET_NS && n < MAX_REQUESTS) {
+                slot_setup(s, url, chat, sent++, headers);
+                curl_multi_add_handle(multi, s->easy);
+            }
+        }
+        if (!still && bench_now_ns() - start >= BUDGET_NS)
+            running = 0;
+        else
+            curl_multi_poll(multi, NULL, 0, 100, NULL);
+    }
+    {
+        double wall = (double)(bench_now_ns() - start) / 1e9;
+        qsort(samples, n, sizeof(*samples), by_u64);
+        printf("{\"bench\": \"%s\", \"req_per_s\": %.0f, \"p50_ms\": %.3f, \"p99_ms\": %.3f, "
+               "\"n\": %zu, \"errors\": %zu, \"in_flight\": %d, \"note\": \"loopback, keel serve "
+               "with 2 workers, SQLite, keep-alive connections\"}\n",
+               name, (double)n / wall, n ? (double)samples[n / 2] / 1e6 : 0.0,
+               n ? (double)samples[n * 99 / 100] / 1e6 : 0.0, n, errors, INFLIGHT);
+        fflush(stdout);
+    }
+    for (int i = 0; i < INFLIGHT; i++)
+        curl_easy_cleanup(slots[i].easy);
+    curl_multi_cleanup(multi);
+    curl_slist_free_all(headers);
+    free(samples);
+    return errors > n / 100;
+}
+
+/* ---- open streams ------------------------------------------------------------- */
+
+static long rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    long kb = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    if (!(f = fopen(path, "r")))
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmRSS:", 6))
+            kb = strtol(line + 6, NULL, 10);
+    fclose(f);
+    return kb;
+}
+
+static int tcp_connect(int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A listening socket that accepts nothing: a provider that never answers. */
+static int silent_listener(int *port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64) ||
+        getsockname(fd, (struct sockaddr *)&a, &len))
+        return -1;
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+static int streams(void)
+{
+    static int fds[STREAMS];
+    const char *extra[] = {"--workers", "1", "--providers", "openalex", NULL};
+    struct server_proc s = {0};
+    char provider[64], request[512], reply[1024], cid[64] = "";
+    int silent_port = 0, silent = silent_listener(&silent_port), fd, opened = 0, rc = 1;
+    long before, after;
+
+    snprintf(provider, sizeof(provider), "http://127.0.0.1:%d", silent_port);
+    if (silent < 0 || start_server(&s, extra, provider))
+        goto out;
+    /* One turn that searches papers: its provider never answers, so the
+     * turn (and every stream of it) stays open for the provider timeout. */
+    if ((fd = tcp_connect(s.port)) < 0)
+        goto out;
+    {
+        const char *body = "{\"message\": \"find recent papers on sleep now\"}";
+        snprintf(request, sizeof(request),
+                 "POST /v1/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                 strlen(body), body);
+    }
+    if (write(fd, request, strlen(request)) < 0)
+        goto out;
+    {
+        ssize_t got = read(fd, reply, sizeof(reply) - 1);
+        char *at;
+        reply[got > 0 ? got : 0] = '\0';
+        if ((at = strstr(reply, "\"correlation_id\":\"")))
+            sscanf(at + 18, "%63[^\"]", cid);
+    }
+    close(fd);
+    if (!cid[0])
+        goto out;
+    usleep(300000);
+    before = rss_kb(s.pid);
+    snprintf(request, sizeof(request), "GET /v1/stream/%s HTTP/1.1\r\nHost: x\r\n\r\n", cid);
+    for (int i = 0; i < STREAMS; i++) {
+        if ((fds[i] = tcp_connect(s.port)) < 0 || write(fds[i], request, strlen(request)) < 0)
+            break;
+        opened++;
+    }
+    usleep(1500000);   /* the server has read every request and started each stream */
+    after = rss_kb(s.pid);
+    {
+        printf("{\"bench\": \"http.sse_streams\", \"streams\": %d, \"rss_kb_per_stream\": %.2f, "
+               "\"rss_kb_before\": %ld, \"rss_kb_after\": %ld, \"note\": \"one keel serve "
+               "process; each stream a TCP connection following one running turn\"}\n",
+               opened, opened ? (double)(after - before) / opened : 0.0, before, after);
+        fflush(stdout);
+    }
+    rc = opened == STREAMS ? 0 : 1;
+    for (int i = 0; i < opened; i++)
+        close(fds[i]);
+out:
+    stop_server(&s);
+    if (silent >= 0)
+        close(silent);
+    if (rc)
+        fprintf(stderr, "keel-bench: http.sse_streams: could not hold %d streams (%s)\n", STREAMS,
+                strerror(errno));
+    return rc;
+}
+
+int bench_http(void)
+{
+    struct rlimit lim;
+    struct server_proc s = {0};
+    int rc = 1;
+
+    if (find_keel()) {
+        fprintf(stderr, "keel-bench: http: no keel binary beside keel-bench (make first)\n");
+        return 1;
+    }
+    /* 5,000 streams need file descriptors on both sides. */
+    if (!getrlimit(RLIMIT_NOFILE, &lim) && lim.rlim_cur < lim.rlim_max) {
+        lim.rlim_cur = lim.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &lim);
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (start_server(&s, NULL, NULL)) {
+        fprintf(stderr, "keel-bench: http: keel serve did not start\n");
+        stop_server(&s);
+        return 1;
+    }
+    rc = load("http.healthz", s.port, "/healthz", 0);
+    rc |= load("http.chat_wait", s.port, "/v1/chat?wait=1", 1);
+    stop_server(&s);
+    rc |= streams();
+    curl_global_cleanup();
+    return rc;
+}
