@@ -21,6 +21,30 @@ int principal_may_read(const struct principal *who, const char *owner)
     return who->open || (owner && *owner && !strcmp(owner, who->user));
 }
 
+int conversation_check(struct server *srv, struct evhttp_request *req, const char *id,
+                       const struct principal *who, const char *forbidden_for_viewer)
+{
+    struct store_conversation conv;
+    struct keel_error err;
+    int mine;
+
+    keel_error_clear(&err);
+    if (forbidden_for_viewer && !who->open && !strcmp(who->role, "viewer")) {
+        http_error(req, 403, "forbidden", "role", "a viewer cannot %s conversations",
+                   forbidden_for_viewer);
+        return 0;
+    }
+    if (store_load_conversation(srv->store, id, &conv, &err)) {
+        http_keel_error(req, &err);
+        return 0;
+    }
+    mine = principal_may_read(who, conv.owner);
+    store_conversation_release(&conv);
+    if (!mine)   /* another user's: as if absent */
+        http_error(req, 404, "not_found", "conversation_id", "no conversation \"%s\"", id);
+    return mine;
+}
+
 int turn_owner(struct server *srv, const char *cid, char *owner, size_t n, struct keel_error *err)
 {
     struct store_conversation conv;
@@ -230,25 +254,12 @@ void route_decision(struct server *srv, struct evhttp_request *req, const char *
 void route_share(struct server *srv, struct evhttp_request *req, const char *id,
                  const struct principal *who)
 {
-    struct store_conversation conv;
     struct keel_error err;
     char key[AUTH_TOKEN_MAX], token[AUTH_TOKEN_MAX], hash[AUTH_HASH_MAX], url[160];
 
     keel_error_clear(&err);
-    if (!who->open && !strcmp(who->role, "viewer")) {
-        http_error(req, 403, "forbidden", "role", "a viewer cannot share conversations");
+    if (!conversation_check(srv, req, id, who, "share"))
         return;
-    }
-    if (store_load_conversation(srv->store, id, &conv, &err)) {
-        http_keel_error(req, &err);
-        return;
-    }
-    if (!principal_may_read(who, conv.owner)) {
-        store_conversation_release(&conv);
-        http_error(req, 404, "not_found", "conversation_id", "no conversation \"%s\"", id);
-        return;
-    }
-    store_conversation_release(&conv);
     if (auth_token_new(key, sizeof(key), &err)) {
         http_keel_error(req, &err);
         return;

@@ -87,24 +87,11 @@ out:
 void route_conversations_delete(struct server *srv, struct evhttp_request *req, const char *id,
                                 const struct principal *who)
 {
-    struct store_conversation conv;
     struct keel_error err;
 
     keel_error_clear(&err);
-    if (!who->open && !strcmp(who->role, "viewer")) {
-        http_error(req, 403, "forbidden", "role", "a viewer cannot delete conversations");
+    if (!conversation_check(srv, req, id, who, "delete"))
         return;
-    }
-    if (store_load_conversation(srv->store, id, &conv, &err)) {
-        http_keel_error(req, &err);
-        return;
-    }
-    if (!principal_may_read(who, conv.owner)) {
-        store_conversation_release(&conv);
-        http_error(req, 404, "not_found", "conversation_id", "no conversation \"%s\"", id);
-        return;
-    }
-    store_conversation_release(&conv);
     if (store_delete_conversation(srv->store, id, &err)) {
         http_keel_error(req, &err);
         return;

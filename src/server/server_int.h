@@ -147,6 +147,12 @@ void route_shared(struct server *srv, struct evhttp_request *req, const char *to
  * made without keys). */
 int principal_may_read(const struct principal *who, const char *owner);
 
+/* Nonzero when conversation `id` exists and `who` may read it (and, when
+ * `forbidden_for_viewer` names an action, is not a viewer); else the
+ * error (404 for another user's, 403 for a viewer) is sent. */
+int conversation_check(struct server *srv, struct evhttp_request *req, const char *id,
+                       const struct principal *who, const char *forbidden_for_viewer);
+
 /* The owner of the conversation of turn `cid` into `owner` ("" when it
  * has none); KEEL_ENOTFOUND when no turn has that id. */
 int turn_owner(struct server *srv, const char *cid, char *owner, size_t n, struct keel_error *err);

@@ -102,3 +102,19 @@ auth_post() {
     OUT=$(printf '%s' "$OUT" | sed '$d')
 }
 
+
+# npm_package DIR NAME: installs tests/DIR's pinned packages once (npm ci)
+# into a cache beside the keel binary; prints the cache folder.
+npm_package() {
+    cache="$(cd "$(dirname "$KEEL")" && pwd)/npm-$1"
+    if [ ! -f "$cache/node_modules/$2/package.json" ]; then
+        mkdir -p "$cache"
+        cp "$root/tests/$1/package.json" "$root/tests/$1/package-lock.json" "$cache/"
+        (cd "$cache" && npm ci --no-audit --no-fund --loglevel=error) > "$TMP/npm.log" 2>&1 || {
+            echo "npm ci of $2 failed: $(tail -n 5 "$TMP/npm.log")" >&2
+            return 1
+        }
+    fi
+    cp "$root/tests/$1"/*.mjs "$cache/"
+    printf '%s' "$cache"
+}

@@ -12,14 +12,8 @@ test_browser_page_chats_and_streams() {
         echo "skipped: node, npm and chromium are needed (scripts/install-deps installs chromium)"
         return 0
     fi
-    cache="$(cd "$(dirname "$KEEL")" && pwd)/npm-browser"
-    if [ ! -f "$cache/node_modules/playwright-core/package.json" ]; then
-        mkdir -p "$cache"
-        cp "$root/tests/browser/package.json" "$root/tests/browser/package-lock.json" "$cache/"
-        (cd "$cache" && npm ci --no-audit --no-fund --loglevel=error) > "$TMP/npm.log" 2>&1 ||
-            fail "npm ci of playwright-core failed: $(tail -n 5 "$TMP/npm.log")"
-    fi
-    cp "$root/tests/browser/page_test.mjs" "$cache/"
+    RC=0 OUT= ERR=
+    cache=$(npm_package browser playwright-core) || fail "cannot install playwright-core"
     serve_start "$TMP/browser.db"
     CHROMIUM=$chromium run node "$cache/page_test.mjs" "$URL/"
     serve_stop

@@ -10,14 +10,8 @@ test_openai_package_drives_keel() {
         echo "skipped: node and npm are needed for the openai package"
         return 0
     fi
-    cache="$(cd "$(dirname "$KEEL")" && pwd)/npm-openai"
-    if [ ! -f "$cache/node_modules/openai/package.json" ]; then
-        mkdir -p "$cache"
-        cp "$root/tests/npm/package.json" "$root/tests/npm/package-lock.json" "$cache/"
-        (cd "$cache" && npm ci --no-audit --no-fund --loglevel=error) > "$TMP/npm.log" 2>&1 ||
-            fail "npm ci of the openai package failed: $(tail -n 5 "$TMP/npm.log")"
-    fi
-    cp "$root/tests/npm/openai_client.mjs" "$cache/"
+    RC=0 OUT= ERR=
+    cache=$(npm_package npm openai) || fail "cannot install the openai package"
     db="$TMP/openai.db"
     run "$KEEL" keys create --user npm --role editor --db "$db"
     expect_rc 0
