@@ -386,6 +386,10 @@ void route_request(struct evhttp_request *req, void *arg)
         route_quality(srv, req, 0, &who);
         return;
     }
+    if (!strcmp(path, "/v1/metrics/quality/history") && get) {
+        route_quality_history(srv, req);
+        return;
+    }
     if (!strcmp(path, "/v1/metrics/quality/reset") && post) {
         route_quality(srv, req, 1, &who);
         return;

@@ -109,15 +109,11 @@ static double ratio(const json_t *counters, const char *num, const char *den)
     return d ? (double)json_integer_value(json_object_get(counters, num)) / (double)d : 0.0;
 }
 
-/* {counters, rates} of seed 000's Phase G. */
-static json_t *quality(struct server *srv, struct keel_error *err)
+/* Seed 000's Phase G rates of `counters`. */
+static json_t *rates(const json_t *counters)
 {
-    json_t *counters = NULL;
-
-    if (store_metrics(srv->store, &counters, err))
-        return NULL;
     return json_pack(
-        "{s:o, s:{s:f, s:f, s:f, s:f}}", "counters", counters, "rates",
+        "{s:f, s:f, s:f, s:f}",
         "direct_search_tool_call_rate",
         ratio(counters, "direct_search_tool_called", "direct_search_turns"),
         "direct_search_clarification_first_rate",
@@ -126,6 +122,40 @@ static json_t *quality(struct server *srv, struct keel_error *err)
         ratio(counters, "recency_filter_compliant", "recency_filtered_turns"),
         "stage_transition_success",
         ratio(counters, "stage_transitions_done", "stage_transitions_expected"));
+}
+
+/* {counters, rates} of seed 000's Phase G. */
+static json_t *quality(struct server *srv, struct keel_error *err)
+{
+    json_t *counters = NULL;
+
+    if (store_metrics(srv->store, &counters, err))
+        return NULL;
+    return json_pack("{s:o, s:o}", "counters", counters, "rates", rates(counters));
+}
+
+/* GET /v1/metrics/quality/history?aggregate_minutes=N&limit=M: the
+ * counters and rates per period, oldest first. */
+void route_quality_history(struct server *srv, struct evhttp_request *req)
+{
+    struct keel_error err;
+    json_t *periods = NULL, *p;
+    size_t i;
+    int bad = 0;
+    long minutes = query_long(req, "aggregate_minutes", 60, 1, 10080, &bad);
+    long limit = bad ? 0 : query_long(req, "limit", 24, 1, STORE_LIMIT_MAX, &bad);
+
+    if (bad)
+        return;
+    keel_error_clear(&err);
+    if (store_metrics_history(srv->store, (int)minutes, (int)limit, &periods, &err)) {
+        http_keel_error(req, &err);
+        return;
+    }
+    json_array_foreach(periods, i, p)
+        json_object_set_new(p, "rates", rates(json_object_get(p, "counters")));
+    http_json(req, 200, json_pack("{s:i, s:o}", "aggregate_minutes", (int)minutes, "periods",
+                                  periods));
 }
 
 void route_quality(struct server *srv, struct evhttp_request *req, int reset,

@@ -212,6 +212,7 @@ void route_conversations_delete(struct server *srv, struct evhttp_request *req, 
 void route_quality(struct server *srv, struct evhttp_request *req, int reset,
                    const struct principal *who);
 void route_prometheus(struct server *srv, struct evhttp_request *req);
+void route_quality_history(struct server *srv, struct evhttp_request *req);
 
 /* The index of a pipeline stage by name, or -1. */
 int metrics_stage_index(const char *stage);

@@ -289,6 +289,17 @@ int store_metrics_reset(struct store *store, struct keel_error *err)
     return store->ops->metrics_reset(store, err);
 }
 
+int store_metrics_history(struct store *store, int aggregate_minutes, int limit, json_t **out,
+                          struct keel_error *err)
+{
+    if (aggregate_minutes < 1 || aggregate_minutes > 10080)
+        return keel_error_set(err, KEEL_EINVAL, "aggregate_minutes", "must be 1 to 10080");
+    if (limit < 1 || limit > STORE_LIMIT_MAX)
+        return keel_error_set(err, KEEL_EINVAL, "limit", "must be between 1 and %d",
+                              STORE_LIMIT_MAX);
+    return store->ops->metrics_history(store, aggregate_minutes, limit, out, err);
+}
+
 void store_conversation_release(struct store_conversation *conv)
 {
     keel_free(conv->id);

@@ -212,6 +212,8 @@ struct store_ops {
                               json_t **out, struct keel_error *err);
     int (*delete_conversation)(struct store *store, const char *id, struct keel_error *err);
     int (*metrics_reset)(struct store *store, struct keel_error *err);
+    int (*metrics_history)(struct store *store, int aggregate_minutes, int limit, json_t **out,
+                           struct keel_error *err);
 };
 
 /* Every backend's struct starts with this. */
@@ -308,8 +310,15 @@ int store_list_conversations(struct store *store, const char *owner, int limit, 
  * share links, in one transaction; KEEL_ENOTFOUND when there is none. */
 int store_delete_conversation(struct store *store, const char *id, struct keel_error *err);
 
-/* Sets every quality counter back to zero. */
+/* Sets every quality counter back to zero (their history stays). */
 int store_metrics_reset(struct store *store, struct keel_error *err);
+
+/* The quality counters per period: every turn's counts are also kept per
+ * minute of its time; this sums them over periods of `aggregate_minutes`
+ * (1..10080), the newest `limit` periods (1..STORE_LIMIT_MAX), oldest
+ * first, as a new JSON array of {start_ms, minutes, counters: {…}}. */
+int store_metrics_history(struct store *store, int aggregate_minutes, int limit, json_t **out,
+                          struct keel_error *err);
 
 /* Frees what a conversation owns. */
 void store_conversation_release(struct store_conversation *conv);

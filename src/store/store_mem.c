@@ -881,6 +881,13 @@ static int mem_metrics_reset(struct store *store, struct keel_error *err)
     return mem_conv_metrics_reset(((struct store_mem *)store)->conv, err);
 }
 
+static int mem_metrics_history(struct store *store, int aggregate_minutes, int limit,
+                               json_t **out, struct keel_error *err)
+{
+    return mem_conv_metrics_history(((struct store_mem *)store)->conv, aggregate_minutes, limit,
+                                    out, err);
+}
+
 static const struct store_ops mem_ops = {
     .name = "mem",
     .close = mem_close,
@@ -903,6 +910,7 @@ static const struct store_ops mem_ops = {
     .list_conversations = mem_list_conversations,
     .delete_conversation = mem_delete_conversation,
     .metrics_reset = mem_metrics_reset,
+    .metrics_history = mem_metrics_history,
 };
 
 /* Opens an empty in-memory store into *out; close it with store_close(),

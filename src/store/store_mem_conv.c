@@ -6,6 +6,7 @@
  * memory, a conflict) leaves everything as it was: the same
  * all-or-nothing rule as the SQLite transaction.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@
 struct mem_conversations {
     json_t *by_id;     /* id -> conversation */
     json_t *metrics;   /* name -> integer */
+    json_t *minutes;   /* "minute" -> {name -> integer}: the metrics' history */
 };
 
 void mem_conv_free(struct mem_conversations *conv)
@@ -24,6 +26,7 @@ void mem_conv_free(struct mem_conversations *conv)
         return;
     json_decref(conv->by_id);
     json_decref(conv->metrics);
+    json_decref(conv->minutes);
     keel_free(conv);
 }
 
@@ -114,11 +117,10 @@ static int next_conversation(const struct mem_conversations *conv,
     return KEEL_OK;
 }
 
-static int next_metrics(const struct mem_conversations *conv,
-                        const struct store_turn_record *rec, json_t **out,
-                        struct keel_error *err)
+/* `counters` with the record's deltas added: a new object or NULL. */
+static json_t *added(const json_t *counters, const struct store_turn_record *rec)
 {
-    json_t *m = json_copy(conv->metrics);
+    json_t *m = counters ? json_copy((json_t *)counters) : json_object();
 
     for (size_t i = 0; m && i < rec->n_metrics; i++) {
         json_t *v = json_object_get(m, rec->metrics[i].name);
@@ -128,9 +130,33 @@ static int next_metrics(const struct mem_conversations *conv,
             m = NULL;
         }
     }
-    if (!m)
+    return m;
+}
+
+/* The totals and the per-minute history after `rec`, or a failure
+ * leaving both as they were. */
+static int next_metrics(const struct mem_conversations *conv,
+                        const struct store_turn_record *rec, json_t **out, json_t **minutes,
+                        struct keel_error *err)
+{
+    char minute[32];
+    json_t *m = added(conv->metrics, rec), *h = json_copy(conv->minutes), *bucket;
+
+    snprintf(minute, sizeof(minute), "%lld", (long long)(rec->ts_ms / 60000));
+    bucket = added(json_object_get(conv->minutes, minute), rec);
+    if (!m || !h || !bucket) {
+        json_decref(m);
+        json_decref(h);
+        json_decref(bucket);
         return keel_error_set(err, KEEL_ENOMEM, "metrics", "out of memory");
+    }
+    if (json_object_set_new(h, minute, bucket)) {   /* consumes bucket, also on failure */
+        json_decref(m);
+        json_decref(h);
+        return keel_error_set(err, KEEL_ENOMEM, "metrics", "out of memory");
+    }
     *out = m;
+    *minutes = h;
     return KEEL_OK;
 }
 
@@ -138,26 +164,29 @@ int mem_conv_save(struct mem_conversations **convp, const struct store_turn_reco
                   struct keel_error *err)
 {
     struct mem_conversations *conv = *convp;
-    json_t *c = NULL, *m = NULL;
+    json_t *c = NULL, *m = NULL, *h = NULL;
     long failures;
     int rc;
 
     if (!conv) {
         conv = keel_calloc(1, sizeof(*conv));
-        if (!conv || !(conv->by_id = json_object()) || !(conv->metrics = json_object())) {
+        if (!conv || !(conv->by_id = json_object()) || !(conv->metrics = json_object()) ||
+            !(conv->minutes = json_object())) {
             mem_conv_free(conv);
             return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
         }
         *convp = conv;
     }
     failures = keel_alloc_failures();
-    if ((rc = next_conversation(conv, rec, &c, err)) || (rc = next_metrics(conv, rec, &m, err))) {
+    if ((rc = next_conversation(conv, rec, &c, err)) ||
+        (rc = next_metrics(conv, rec, &m, &h, err))) {
         json_decref(c);
         return rc;
     }
     if (keel_alloc_failures() != failures) {   /* jansson's copies skip keys they cannot add */
         json_decref(c);
         json_decref(m);
+        json_decref(h);
         return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
     }
     /* Reserve the key first so the swap below cannot fail half-way. */
@@ -165,11 +194,14 @@ int mem_conv_save(struct mem_conversations **convp, const struct store_turn_reco
         json_object_set_new(conv->by_id, rec->conversation_id, json_null())) {
         json_decref(c);
         json_decref(m);
+        json_decref(h);
         return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
     }
     json_object_set_new(conv->by_id, rec->conversation_id, c);   /* replaces: cannot fail */
     json_decref(conv->metrics);
     conv->metrics = m;
+    json_decref(conv->minutes);
+    conv->minutes = h;
     return KEEL_OK;
 }
 
@@ -323,4 +355,58 @@ int mem_conv_metrics_reset(struct mem_conversations *conv, struct keel_error *er
         json_object_foreach(conv->metrics, name, value)
             json_integer_set(value, 0);
     return KEEL_OK;
+}
+
+static int by_number(const void *a, const void *b)
+{
+    long long x = atoll(*(const char *const *)a), y = atoll(*(const char *const *)b);
+
+    return x < y ? -1 : x > y;
+}
+
+int mem_conv_metrics_history(const struct mem_conversations *conv, int aggregate_minutes,
+                             int limit, json_t **out, struct keel_error *err)
+{
+    size_t n = conv ? json_object_size(conv->minutes) : 0, k = 0;
+    const char **keys = keel_calloc(n + 1, sizeof(*keys)), *key;
+    json_t *list = json_array(), *bucket, *period = NULL;
+    long long newest = 0, current = -1;
+
+    if (!keys || !list)
+        goto nomem;
+    if (conv)
+        json_object_foreach(conv->minutes, key, bucket)
+            keys[k++] = key;
+    qsort(keys, k, sizeof(*keys), by_number);
+    if (k)
+        newest = atoll(keys[k - 1]) / aggregate_minutes * aggregate_minutes;
+    for (size_t i = 0; i < k; i++) {
+        long long start = atoll(keys[i]) / aggregate_minutes * aggregate_minutes;
+        const char *name;
+        json_t *value;
+        if (start < newest - (long long)(limit - 1) * aggregate_minutes)
+            continue;
+        if (start != current) {
+            period = json_pack("{s:I, s:i, s:{}}", "start_ms", (json_int_t)(start * 60000),
+                               "minutes", aggregate_minutes, "counters");
+            if (!period || json_array_append_new(list, period))
+                goto nomem;
+            current = start;
+        }
+        json_object_foreach(json_object_get(conv->minutes, keys[i]), name, value) {
+            json_t *counters = json_object_get(period, "counters");
+            json_t *sum = json_object_get(counters, name);
+            if (json_object_set_new(counters, name,
+                                    json_integer(json_integer_value(sum) +
+                                                 json_integer_value(value))))
+                goto nomem;
+        }
+    }
+    keel_free(keys);
+    *out = list;
+    return KEEL_OK;
+nomem:
+    keel_free(keys);
+    json_decref(list);
+    return keel_error_set(err, KEEL_ENOMEM, "metrics", "out of memory");
 }

@@ -984,6 +984,7 @@ static const struct store_ops sqlite_ops = {
     .list_conversations = sqlite_list_conversations,
     .delete_conversation = sqlite_delete_conversation,
     .metrics_reset = sqlite_metrics_reset,
+    .metrics_history = sqlite_metrics_history,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

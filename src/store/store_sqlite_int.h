@@ -59,6 +59,8 @@ enum stmt_id {
     ST_CONV_DELETE_TURNS,
     ST_CONV_DELETE,
     ST_METRICS_RESET,
+    ST_METRIC_MINUTE_ADD,
+    ST_METRICS_HISTORY,
     ST_COUNT
 };
 
@@ -140,5 +142,7 @@ int sqlite_list_conversations(struct store *store, const char *owner, int limit,
                               json_t **out, struct keel_error *err);
 int sqlite_delete_conversation(struct store *store, const char *id, struct keel_error *err);
 int sqlite_metrics_reset(struct store *store, struct keel_error *err);
+int sqlite_metrics_history(struct store *store, int aggregate_minutes, int limit, json_t **out,
+                           struct keel_error *err);
 
 #endif

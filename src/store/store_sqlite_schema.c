@@ -136,6 +136,12 @@ const struct migration sqlite_migrations[] = {
      " conversation_id TEXT NOT NULL REFERENCES conversations(id),"
      " created_by TEXT,"
      " created_at INTEGER NOT NULL) WITHOUT ROWID;"},
+    /* 6: the quality counters per minute, for their history. */
+    {6, "CREATE TABLE metrics_minutes ("
+        " minute INTEGER NOT NULL,"
+        " name TEXT NOT NULL,"
+        " value INTEGER NOT NULL,"
+        " PRIMARY KEY (minute, name)) WITHOUT ROWID;"},
 };
 
 const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0]);
@@ -253,4 +259,14 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
     [ST_CONV_DELETE_TURNS] = "DELETE FROM turns WHERE conversation_id = ?1",
     [ST_CONV_DELETE] = "DELETE FROM conversations WHERE id = ?1",
     [ST_METRICS_RESET] = "UPDATE metrics SET value = 0",
+    [ST_METRIC_MINUTE_ADD] = "INSERT INTO metrics_minutes (minute, name, value) VALUES (?1, ?2, ?3)"
+                             " ON CONFLICT (minute, name) DO UPDATE"
+                             " SET value = value + excluded.value",
+    /* ?1 minutes per period, ?2 periods: the newest ones. */
+    [ST_METRICS_HISTORY] =
+        "SELECT period, name, sum(value) FROM"
+        " (SELECT (minute / ?1) * ?1 AS period, name, value FROM metrics_minutes)"
+        " WHERE period >= (SELECT coalesce(max((minute / ?1) * ?1), 0) FROM metrics_minutes)"
+        "                 - (?2 - 1) * ?1"
+        " GROUP BY period, name ORDER BY period, name",
 };

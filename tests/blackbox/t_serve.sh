@@ -341,3 +341,21 @@ test_serve_keeps_the_traceparent() {
     got=$(sqlite3 "$TMP/serve10.db" "SELECT json_extract(e.value, '\$.extra.traceparent') FROM turns, json_each(turns.events) AS e WHERE turns.correlation_id = '$cid' AND json_extract(e.value, '\$.extra.traceparent') IS NOT NULL")
     [ "$got" = "$tp" ] || fail "traceparent stored: '$got'"
 }
+
+test_serve_quality_history() {
+    RC=0 ERR=
+    serve_start "$TMP/serve11.db"
+    post '/v1/chat?wait=1' '{"message": "find recent papers on sleep and memory"}'
+    expect_code 200
+    get '/v1/metrics/quality/history?aggregate_minutes=15'
+    expect_code 200
+    expect_json '.aggregate_minutes' '15'
+    expect_json '.periods | length' '1'
+    expect_json '.periods[0].counters.direct_search_turns' '1'
+    expect_json '.periods[0].rates.direct_search_tool_call_rate' '1'
+    expect_json '.periods[0].start_ms % 900000' '0'
+    get '/v1/metrics/quality/history?aggregate_minutes=0'
+    expect_code 400
+    expect_json '.error.field' '"aggregate_minutes"'
+    serve_stop
+}

@@ -479,9 +479,22 @@ START_TEST(test_conv_list_delete_and_reset)
     /* the id may be used again */
     save_ok(store, "conv_1", 1);
 
+    /* the history: all six turns lie within one 60-minute period */
+    ck_assert_int_eq(store_metrics_history(store, 60, 10, &metrics, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(metrics), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_array_get(metrics, 0), "counters"), "turns")), 6);
+    json_decref(metrics);
+    ck_assert_int_eq(store_metrics_history(store, 0, 10, &metrics, &err), KEEL_EINVAL);
+    ck_assert_str_eq(err.field, "aggregate_minutes");
+
     ck_assert_int_eq(store_metrics_reset(store, &err), KEEL_OK);
     ck_assert_int_eq(store_metrics(store, &metrics, &err), KEEL_OK);
     ck_assert_int_eq(json_integer_value(json_object_get(metrics, "turns")), 0);
+    json_decref(metrics);
+    /* the history stays after a reset */
+    ck_assert_int_eq(store_metrics_history(store, 60, 10, &metrics, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(metrics), 1);
     json_decref(metrics);
     store_close(store);
 }
