@@ -3,7 +3,10 @@
  * JavaScript, no build step. It lists the packs (GET /v1/models), sends a
  * message (POST /v1/chat), follows the turn's stream (GET /v1/stream/…)
  * showing the stage lines as they come, the answer as it arrives, then
- * the sources; the conversation goes on until "New conversation".
+ * the sources; the conversation goes on until "New conversation". When
+ * the server wants API keys (401), the page asks for one, keeps it for
+ * the browser session, sends it as a Bearer header, and passes it to the
+ * stream as ?access_token= (EventSource cannot send headers).
  */
 #include "server/server_int.h"
 
@@ -35,7 +38,9 @@ const char server_page[] =
     "</style></head><body>\n"
     "<header><h1>keel</h1><label>pack <select id=\"pack\"></select></label>"
     "<button id=\"new\" type=\"button\">New conversation</button>"
-    "<span id=\"conv\" style=\"font-size:12px;opacity:.7\"></span></header>\n"
+    "<span id=\"conv\" style=\"font-size:12px;opacity:.7\"></span>"
+    "<input id=\"key\" type=\"password\" placeholder=\"API key\" hidden "
+    "aria-label=\"API key\" style=\"font:inherit;padding:3px 6px\"></header>\n"
     "<main id=\"log\"></main>\n"
     "<form id=\"form\"><div><input id=\"msg\" autocomplete=\"off\" maxlength=\"8192\" "
     "placeholder=\"Ask something…\" aria-label=\"message\">"
@@ -44,11 +49,17 @@ const char server_page[] =
     "'use strict';\n"
     "let conversation = null;\n"
     "const $ = (id) => document.getElementById(id);\n"
+    "function key() { return sessionStorage.getItem('keel-key') || ''; }\n"
+    "function headers(extra) { const h = Object.assign({}, extra || {});"
+    " if (key()) h['Authorization'] = 'Bearer ' + key(); return h; }\n"
+    "function askKey() { $('key').hidden = false; $('key').focus(); }\n"
     "function el(tag, cls, text) { const e = document.createElement(tag);"
     " if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; }\n"
     "async function loadPacks() {\n"
-    "  const r = await fetch('/v1/models');\n"
+    "  const r = await fetch('/v1/models', { headers: headers() });\n"
+    "  if (r.status === 401) { askKey(); return; }\n"
     "  const j = await r.json();\n"
+    "  $('pack').textContent = '';\n"
     "  for (const m of j.data) { const o = el('option', null, m.id); o.value = m.id;"
     " $('pack').appendChild(o); }\n"
     "}\n"
@@ -77,14 +88,16 @@ const char server_page[] =
     "  const body = { message: text, pack: $('pack').value };\n"
     "  if (conversation) body.conversation_id = conversation;\n"
     "  const r = await fetch('/v1/chat', { method: 'POST',"
-    " headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });\n"
+    " headers: headers({ 'Content-Type': 'application/json' }), body: JSON.stringify(body) });\n"
+    "  if (r.status === 401) askKey();\n"
     "  const j = await r.json();\n"
     "  if (!r.ok) { turn.appendChild(el('div', 'error', j.error ? j.error.message :"
     " 'error ' + r.status)); return; }\n"
     "  conversation = j.conversation_id; $('conv').textContent = conversation;"
     " $('pack').disabled = true;\n"
     "  await new Promise((resolve) => {\n"
-    "    const es = new EventSource(j.links.stream);\n"
+    "    const es = new EventSource(j.links.stream +"
+    " (key() ? '?access_token=' + encodeURIComponent(key()) : ''));\n"
     "    es.addEventListener('stage', (e) => { const d = JSON.parse(e.data);"
     " stages.appendChild(el('div', null, d.message)); });\n"
     "    es.addEventListener('token', (e) => { answer.hidden = false;"
@@ -104,5 +117,8 @@ const char server_page[] =
     "  try { await send(text); } finally { $('send').disabled = false; $('msg').focus(); }\n"
     "});\n"
     "$('new').addEventListener('click', newConversation);\n"
+    "$('key').addEventListener('change', () => {"
+    " sessionStorage.setItem('keel-key', $('key').value.trim()); $('key').hidden = true;"
+    " loadPacks(); });\n"
     "loadPacks();\n"
     "</script></body></html>\n";

@@ -26,3 +26,24 @@ test_browser_page_chats_and_streams() {
     expect_json '.turns' '2'
     expect_json '.same_conversation' 'true'
 }
+
+test_browser_page_with_an_api_key() {
+    chromium=${CHROMIUM:-/usr/bin/chromium}
+    if ! command -v node > /dev/null 2>&1 || ! command -v npm > /dev/null 2>&1 ||
+        [ ! -x "$chromium" ]; then
+        echo "skipped: node, npm and chromium are needed (scripts/install-deps installs chromium)"
+        return 0
+    fi
+    RC=0 OUT= ERR=
+    cache=$(npm_package browser playwright-core) || fail "cannot install playwright-core"
+    db="$TMP/browser-keys.db"
+    run "$KEEL" keys create --user web --role editor --db "$db"
+    token=$OUT
+    SERVE_AUTH=keys serve_start "$db"
+    CHROMIUM=$chromium run node "$cache/page_test.mjs" "$URL/" "$token"
+    serve_stop
+    expect_rc 0
+    expect_json '.errors' '[]'
+    expect_json '.answer | startswith("I found")' 'true'
+    expect_json '.same_conversation' 'true'
+}

@@ -1,10 +1,12 @@
 // Opens keel's web page in Debian's chromium (headless, driven by
 // playwright-core), sends a message and waits for the streamed stage lines
-// and the answer with its sources. Usage: node page_test.mjs URL
+// and the answer with its sources. With an API key argument, the server
+// wants keys: the page must ask for one first.
+// Usage: node page_test.mjs URL [API_KEY]
 // Prints one JSON line with what the page showed; exits 1 on any error.
 import { chromium } from 'playwright-core';
 
-const url = process.argv[2];
+const [url, apiKey] = process.argv.slice(2);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--no-sandbox', '--headless=new'],
@@ -14,6 +16,12 @@ try {
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   await page.goto(url);
+  if (apiKey) {
+    await page.waitForSelector('#key', { state: 'visible' });
+    await page.fill('#key', apiKey);
+    await page.press('#key', 'Enter');
+    await page.dispatchEvent('#key', 'change');
+  }
   await page.waitForSelector('#pack option[value="scholar"]', { state: 'attached' });
   await page.selectOption('#pack', 'scholar');
   await page.fill('#msg', 'find recent papers on sleep and memory');
