@@ -50,6 +50,9 @@ serve_start() {
     "$KEEL" serve --auth "${SERVE_AUTH:-none}" --listen 127.0.0.1:0 --db "$db" \
         --port-file "$TMP/serve.port" "$@" > "$TMP/serve.out" 2> "$TMP/serve.err" &
     SERVE_PID=$!
+    # A test that fails before serve_stop must not leave its server running:
+    # each test runs in a subshell, whose EXIT trap stops it.
+    trap 'kill -TERM "$SERVE_PID" 2>/dev/null || true' EXIT
     i=0
     while [ ! -s "$TMP/serve.port" ]; do
         i=$((i + 1))
