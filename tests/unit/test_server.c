@@ -1,0 +1,222 @@
+/*
+ * test_server.c — the server's pure parts: the job queue (a
+ * conversation's jobs in order and in one partition, capacity, closing
+ * drains), the event bus (numbered events, reads after a number, results,
+ * capacity, expiry, owners), API key tokens and their hashes, and how API
+ * roles map onto a pack's roles.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "pipeline/pipeline.h"
+#include "server/auth.h"
+#include "server/bus.h"
+#include "server/queue.h"
+#include "store/store.h"
+#include "unit.h"
+
+static struct job *job_make(const char *conversation, const char *message)
+{
+    struct job *job = keel_calloc(1, sizeof(*job));
+
+    ck_assert_ptr_nonnull(job);
+    snprintf(job->conversation_id, sizeof(job->conversation_id), "%s", conversation);
+    job->message = keel_strdup(message);
+    job->message_len = strlen(message);
+    return job;
+}
+
+START_TEST(test_queue_keeps_a_conversation_in_order)
+{
+    struct queue *q = queue_new(4, 100);
+    char seen[4][64] = {"", "", "", ""};
+    int partition_of_a = -1;
+
+    for (int i = 0; i < 3; i++) {
+        char m[8];
+        snprintf(m, sizeof(m), "a%d", i);
+        ck_assert_int_eq(queue_push(q, job_make("conv_a", m)), KEEL_OK);
+        snprintf(m, sizeof(m), "b%d", i);
+        ck_assert_int_eq(queue_push(q, job_make("conv_b", m)), KEEL_OK);
+    }
+    ck_assert_uint_eq(queue_depth(q), 6);
+    queue_close(q);
+    /* Closed: pushes are refused, queued jobs still come out. */
+    {
+        struct job *late = job_make("conv_c", "late");
+        ck_assert_int_eq(queue_push(q, late), KEEL_EFAIL);
+        job_free(late);
+    }
+    for (int p = 0; p < 4; p++) {
+        struct job *job;
+        while ((job = queue_pop(q, p))) {
+            strncat(seen[p], job->message, sizeof(seen[p]) - strlen(seen[p]) - 1);
+            if (job->message[0] == 'a')
+                partition_of_a = p;
+            job_free(job);
+        }
+    }
+    ck_assert_int_ge(partition_of_a, 0);
+    /* all of conv_a's jobs in one partition, in the order they came */
+    ck_assert_ptr_nonnull(strstr(seen[partition_of_a], "a0"));
+    ck_assert(strstr(seen[partition_of_a], "a0") < strstr(seen[partition_of_a], "a1"));
+    ck_assert(strstr(seen[partition_of_a], "a1") < strstr(seen[partition_of_a], "a2"));
+    ck_assert_uint_eq(queue_depth(q), 0);
+    queue_free(q);
+}
+END_TEST
+
+START_TEST(test_queue_capacity_and_free)
+{
+    struct queue *q = queue_new(2, 2);
+    struct job *third = job_make("conv_x", "3");
+
+    ck_assert_int_eq(queue_push(q, job_make("conv_x", "1")), KEEL_OK);
+    ck_assert_int_eq(queue_push(q, job_make("conv_y", "2")), KEEL_OK);
+    ck_assert_int_eq(queue_push(q, third), KEEL_EFAIL);   /* full: the caller keeps it */
+    job_free(third);
+    queue_free(q);   /* frees the two still queued */
+}
+END_TEST
+
+static void *pop_one(void *arg)
+{
+    return queue_pop(arg, 0);
+}
+
+START_TEST(test_queue_pop_waits_for_a_job)
+{
+    struct queue *q = queue_new(1, 10);
+    pthread_t t;
+    struct job *got = NULL;
+
+    ck_assert_int_eq(pthread_create(&t, NULL, pop_one, q), 0);
+    ck_assert_int_eq(queue_push(q, job_make("conv_w", "wake")), KEEL_OK);
+    pthread_join(t, (void **)&got);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got->message, "wake");
+    job_free(got);
+    queue_free(q);
+}
+END_TEST
+
+static int notified;
+
+static void count_notify(void *ctx)
+{
+    (void)ctx;
+    notified++;
+}
+
+START_TEST(test_bus_numbers_events_and_keeps_results)
+{
+    struct bus *bus = bus_new(3, 1000, count_notify, NULL);
+    json_t *events = NULL, *result = NULL, *error = NULL;
+    char conv[64], owner[32];
+
+    notified = 0;
+    ck_assert_int_eq(bus_open(bus, "turn_1", "conv_1", "alice", 0), KEEL_OK);
+    ck_assert_int_eq(bus_read(bus, "turn_1", 0, NULL, NULL, NULL, NULL, 0), BUS_QUEUED);
+    bus_running(bus, "turn_1");
+    ck_assert_int_eq(bus_publish(bus, "turn_1", "stage", json_pack("{s:s}", "m", "a")), 1);
+    ck_assert_int_eq(bus_publish(bus, "turn_1", "token", json_pack("{s:s}", "text", "b")), 2);
+    ck_assert_int_eq(bus_publish(bus, "turn_nope", "token", json_object()), 0);
+    ck_assert_int_eq(bus_read(bus, "turn_1", 1, &events, NULL, NULL, conv, sizeof(conv)),
+                     BUS_RUNNING);
+    ck_assert_uint_eq(json_array_size(events), 1);   /* only after event 1 */
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(events, 0), "id")), 2);
+    ck_assert_str_eq(conv, "conv_1");
+    json_decref(events);
+    ck_assert(bus_owner(bus, "turn_1", owner, sizeof(owner)));
+    ck_assert_str_eq(owner, "alice");
+    ck_assert(!bus_owner(bus, "turn_nope", owner, sizeof(owner)));
+    bus_finish(bus, "turn_1", json_pack("{s:s}", "answer", "hi"), NULL, 100);
+    ck_assert_int_eq(bus_read(bus, "turn_1", 0, NULL, &result, &error, NULL, 0), BUS_DONE);
+    ck_assert_str_eq(json_string_value(json_object_get(result, "answer")), "hi");
+    ck_assert_ptr_null(error);
+    json_decref(result);
+    ck_assert_uint_eq(bus_open_turns(bus), 0);
+    ck_assert_int_ge(notified, 4);   /* running, two publishes, finish */
+
+    /* Capacity 3: finished turns make room, running ones do not. */
+    ck_assert_int_eq(bus_open(bus, "turn_2", "c", "", 0), KEEL_OK);
+    ck_assert_int_eq(bus_open(bus, "turn_3", "c", "", 0), KEEL_OK);
+    ck_assert_int_eq(bus_open(bus, "turn_4", "c", "", 0), KEEL_OK);   /* turn_1 goes */
+    ck_assert_int_eq(bus_read(bus, "turn_1", 0, NULL, NULL, NULL, NULL, 0), BUS_UNKNOWN);
+    ck_assert_int_eq(bus_open(bus, "turn_5", "c", "", 0), KEEL_EFAIL);
+    /* A failed turn keeps its error; expiry forgets finished turns only. */
+    bus_finish(bus, "turn_2", NULL, json_pack("{s:i}", "code", 1), 200);
+    ck_assert_int_eq(bus_read(bus, "turn_2", 0, NULL, NULL, &error, NULL, 0), BUS_FAILED);
+    json_decref(error);
+    bus_expire(bus, 200 + 1001);
+    ck_assert_int_eq(bus_read(bus, "turn_2", 0, NULL, NULL, NULL, NULL, 0), BUS_UNKNOWN);
+    ck_assert_int_eq(bus_read(bus, "turn_3", 0, NULL, NULL, NULL, NULL, 0), BUS_QUEUED);
+    bus_free(bus);
+}
+END_TEST
+
+START_TEST(test_tokens_and_hashes)
+{
+    char a[AUTH_TOKEN_MAX], b[AUTH_TOKEN_MAX], hash[AUTH_HASH_MAX];
+    struct keel_error err;
+
+    ck_assert_int_eq(auth_token_new(a, sizeof(a), &err), KEEL_OK);
+    ck_assert_int_eq(auth_token_new(b, sizeof(b), &err), KEEL_OK);
+    ck_assert(!strncmp(a, "keel_", 5));
+    ck_assert_uint_eq(strlen(a), 45);
+    ck_assert_str_ne(a, b);
+    ck_assert_uint_eq(strspn(a + 5, "abcdefghijklmnopqrstuvwxyz234567"), 40);
+    /* SHA-256 of "abc" (FIPS 180-2) */
+    auth_token_hash("abc", hash);
+    ck_assert_str_eq(hash, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    ck_assert_int_eq(auth_token_new(a, 8, &err), KEEL_EINVAL);
+}
+END_TEST
+
+static struct pipeline *open_pack(const char *pack, struct store **store)
+{
+    char dir[4200];
+    struct pipeline_options o = {dir, pack, NULL, NULL, NULL};
+    struct pipeline *pl = NULL;
+    struct keel_error err;
+
+    snprintf(dir, sizeof(dir), "%s/packs", unit_root());
+    ck_assert_int_eq(store_open("mem:", store, &err), KEEL_OK);
+    o.store = *store;
+    ck_assert_msg(pipeline_new(&o, &pl, &err) == KEEL_OK, "%s", err.message);
+    return pl;
+}
+
+START_TEST(test_api_roles_map_onto_pack_roles)
+{
+    struct store *store;
+    struct pipeline *pl = open_pack("scholar", &store);
+
+    ck_assert_str_eq(pipeline_role_for(pl, "viewer"), "viewer");   /* the pack's own */
+    ck_assert_str_eq(pipeline_role_for(pl, "owner"), "owner");
+    pipeline_free(pl);
+    store_close(store);
+    pl = open_pack("payer", &store);
+    ck_assert_str_eq(pipeline_role_for(pl, "viewer"), "member");   /* first read-only */
+    ck_assert_str_eq(pipeline_role_for(pl, "editor"), "member");   /* the default */
+    pipeline_free(pl);
+    store_close(store);
+}
+END_TEST
+
+Suite *suite_server(void)
+{
+    Suite *s = suite_create("server");
+    TCase *tc = tcase_create("server_parts");
+
+    unit_leak_fixture(tc);
+    tcase_add_test(tc, test_queue_keeps_a_conversation_in_order);
+    tcase_add_test(tc, test_queue_capacity_and_free);
+    tcase_add_test(tc, test_queue_pop_waits_for_a_job);
+    tcase_add_test(tc, test_bus_numbers_events_and_keeps_results);
+    tcase_add_test(tc, test_tokens_and_hashes);
+    tcase_add_test(tc, test_api_roles_map_onto_pack_roles);
+    suite_add_tcase(s, tc);
+    return s;
+}
