@@ -5,13 +5,19 @@
 # the answer with its sources, then a second message in the same
 # conversation. Skipped when node, npm or chromium is absent.
 
-test_browser_page_chats_and_streams() {
+# Nonzero (with a message) when node, npm or chromium is missing; sets
+# $chromium.
+browser_ready() {
     chromium=${CHROMIUM:-/usr/bin/chromium}
     if ! command -v node > /dev/null 2>&1 || ! command -v npm > /dev/null 2>&1 ||
         [ ! -x "$chromium" ]; then
         echo "skipped: node, npm and chromium are needed (scripts/install-deps installs chromium)"
-        return 0
+        return 1
     fi
+}
+
+test_browser_page_chats_and_streams() {
+    browser_ready || return 0
     RC=0 OUT= ERR=
     cache=$(npm_package browser playwright-core) || fail "cannot install playwright-core"
     serve_start "$TMP/browser.db"
@@ -28,12 +34,7 @@ test_browser_page_chats_and_streams() {
 }
 
 test_browser_page_with_an_api_key() {
-    chromium=${CHROMIUM:-/usr/bin/chromium}
-    if ! command -v node > /dev/null 2>&1 || ! command -v npm > /dev/null 2>&1 ||
-        [ ! -x "$chromium" ]; then
-        echo "skipped: node, npm and chromium are needed (scripts/install-deps installs chromium)"
-        return 0
-    fi
+    browser_ready || return 0
     RC=0 OUT= ERR=
     cache=$(npm_package browser playwright-core) || fail "cannot install playwright-core"
     db="$TMP/browser-keys.db"
