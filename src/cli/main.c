@@ -21,7 +21,7 @@ static const struct {
     {"replay", cmd_replay, "replay PATH…: run replay fixtures and report failures"},
     {"ingest", cmd_ingest, "ingest papers FILE… | docs DIR…: fill the store"},
     {"chat", cmd_chat, "chat [--pack NAME] [--conversation ID] [--json]: talk to keel"},
-    {"serve", cmd_serve, "serve --auth none [--listen HOST:PORT] [--workers N]: the HTTP API and web page"},
+    {"serve", cmd_serve, "serve [--listen HOST:PORT] [--auth keys|none] [--workers N]: the HTTP API and web page"},
     {"keys", cmd_keys, "keys create --user U --role R | list | revoke ID: API keys for keel serve"},
     {"search", cmd_search, "search QUERY [--from Y --to Y --oa --limit N]: ask scholarly providers"},
 };

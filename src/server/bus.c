@@ -212,6 +212,20 @@ int bus_owner(struct bus *bus, const char *correlation_id, char *out, size_t n)
     return known;
 }
 
+void bus_forget_conversation(struct bus *bus, const char *conversation_id)
+{
+    const char *key;
+    json_t *rec, *tmp;
+
+    pthread_mutex_lock(&bus->lock);
+    json_object_foreach_safe(bus->turns, tmp, key, rec) {
+        const char *conv = json_string_value(json_object_get(rec, "conversation_id"));
+        if (json_object_get(rec, "finished") && conv && !strcmp(conv, conversation_id))
+            json_object_del(bus->turns, key);
+    }
+    pthread_mutex_unlock(&bus->lock);
+}
+
 size_t bus_open_turns(struct bus *bus)
 {
     size_t open;

@@ -54,6 +54,10 @@ void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, jso
 enum bus_status bus_read(struct bus *bus, const char *correlation_id, long after, json_t **events,
                          json_t **result, json_t **error, char *conversation_id, size_t n);
 
+/* Forgets the finished turns of a conversation (it was deleted): their
+ * results and events are no longer served. */
+void bus_forget_conversation(struct bus *bus, const char *conversation_id);
+
 /* Turns not yet finished. */
 size_t bus_open_turns(struct bus *bus);
 

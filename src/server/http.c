@@ -62,6 +62,8 @@ void http_log(struct evhttp_request *req, int status, const char *correlation_id
     if (!keel_log_enabled(KEEL_LOG_INFO))
         return;
     http_path(req, path, sizeof(path));
+    if (!strncmp(path, "/v1/shared/", 11))
+        snprintf(path, sizeof(path), "/v1/shared/…");   /* a share token is a credential */
     keel_log(KEEL_LOG_INFO, "http.request",
              json_pack("{s:s, s:s, s:i, s:s?}", "method", method_name(req), "path", path,
                        "status", status, "correlation_id", correlation_id));
@@ -82,7 +84,7 @@ void http_json(struct evhttp_request *req, int status, json_t *body)
         evbuffer_add(out, text, strlen(text));
         evbuffer_add(out, "\n", 1);
         http_log(req, status, cid);
-        evhttp_send_reply(req, status, NULL, out);
+        evhttp_send_reply(req, status, status == 429 ? "Too Many Requests" : NULL, out);
     }
     keel_free(text);
     if (out)

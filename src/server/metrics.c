@@ -49,9 +49,14 @@ static void histogram_write(struct evbuffer *out, const char *name, const char *
             evbuffer_add_printf(out, "%s_bucket{%s%sle=\"+Inf\"} %ld\n", name, labels,
                                 *labels ? "," : "", cumulative);
     }
-    evbuffer_add_printf(out, "%s_sum{%s} %.6f\n%s_count{%s} %ld\n", name, labels,
-                        (double)atomic_load(&h->sum_us) / 1e6, name, labels,
-                        atomic_load(&h->count));
+    if (*labels)
+        evbuffer_add_printf(out, "%s_sum{%s} %.6f\n%s_count{%s} %ld\n", name, labels,
+                            (double)atomic_load(&h->sum_us) / 1e6, name, labels,
+                            atomic_load(&h->count));
+    else
+        evbuffer_add_printf(out, "%s_sum %.6f\n%s_count %ld\n", name,
+                            (double)atomic_load(&h->sum_us) / 1e6, name,
+                            atomic_load(&h->count));
 }
 
 void server_metrics_write(struct server *srv, struct evbuffer *out)

@@ -307,6 +307,25 @@ static const char *tail_id(const char *path, const char *prefix, char *out, size
     return out;
 }
 
+/* Nonzero for a path some route serves (with another method, perhaps). */
+static int known_path(const char *path)
+{
+    static const char *const exact[] = {"/", "/index.html", "/healthz", "/metrics", "/v1/models",
+                                        "/v1/chat", "/v1/chat/completions", "/v1/conversations",
+                                        "/v1/metrics/quality", "/v1/metrics/quality/history",
+                                        "/v1/metrics/quality/reset", NULL};
+    static const char *const prefixes[] = {"/v1/responses/", "/v1/stream/", "/v1/conversations/",
+                                           "/v1/turns/", "/v1/shared/", NULL};
+
+    for (const char *const *p = exact; *p; p++)
+        if (!strcmp(path, *p))
+            return 1;
+    for (const char *const *p = prefixes; *p; p++)
+        if (!strncmp(path, *p, strlen(*p)))
+            return 1;
+    return 0;
+}
+
 void route_request(struct evhttp_request *req, void *arg)
 {
     struct server *srv = arg;
@@ -330,7 +349,7 @@ void route_request(struct evhttp_request *req, void *arg)
             http_error(req, 405, "method_not_allowed", NULL, "use GET");
         return;
     }
-    if (!strcmp(path, "/healthz")) {
+    if (!strcmp(path, "/healthz") && (get || method == EVHTTP_REQ_HEAD)) {
         route_health(srv, req);
         return;
     }
@@ -406,6 +425,9 @@ void route_request(struct evhttp_request *req, void *arg)
         route_decision(srv, req, id, &who);
         return;
     }
-    http_error(req, 404, "not_found", "path", "no route %s %s",
-               method == EVHTTP_REQ_GET ? "GET" : post ? "POST" : "for this method", path);
+    if (known_path(path)) {
+        http_error(req, 405, "method_not_allowed", NULL, "%s does not take this method", path);
+        return;
+    }
+    http_error(req, 404, "not_found", "path", "no route %s", path);
 }

@@ -96,6 +96,9 @@ void route_conversations_delete(struct server *srv, struct evhttp_request *req, 
         http_keel_error(req, &err);
         return;
     }
+    /* Nothing of it is served any more: not from the bus, not as a name. */
+    bus_forget_conversation(srv->bus, id);
+    server_pending_forget(id);
     http_log(req, 204, NULL);
     evhttp_send_reply(req, 204, "No Content", NULL);
 }

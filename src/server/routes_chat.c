@@ -61,6 +61,12 @@ void server_pending_add(const char *id, const char *pack, const char *owner, int
                                   (json_int_t)now, "reserved", reserved));
 }
 
+void server_pending_forget(const char *id)
+{
+    if (pending_conversations)
+        json_object_del(pending_conversations, id);
+}
+
 static int message_ok(struct evhttp_request *req, const json_t *message)
 {
     const char *text = json_string_value(message);

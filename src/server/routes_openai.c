@@ -68,13 +68,13 @@ static const char *last_user_message(struct evhttp_request *req, const json_t *m
     const json_t *msg = NULL, *content;
 
     if (!json_is_array(messages) || !json_array_size(messages)) {
-        http_error(req, 400, "invalid_request_error", "messages", "must be a non-empty array");
+        http_error(req, 400, "bad_request", "messages", "must be a non-empty array");
         return NULL;
     }
     for (size_t i = json_array_size(messages); i-- > 0;) {
         const json_t *m = json_array_get(messages, i);
         if (!json_is_object(m)) {
-            http_error(req, 400, "invalid_request_error", "messages",
+            http_error(req, 400, "bad_request", "messages",
                        "each message must be an object");
             return NULL;
         }
@@ -85,7 +85,7 @@ static const char *last_user_message(struct evhttp_request *req, const json_t *m
         }
     }
     if (!msg) {
-        http_error(req, 400, "invalid_request_error", "messages", "holds no user message");
+        http_error(req, 400, "bad_request", "messages", "holds no user message");
         return NULL;
     }
     content = json_object_get(msg, "content");
@@ -104,7 +104,7 @@ static const char *last_user_message(struct evhttp_request *req, const json_t *m
         if (len)
             return buf;
     }
-    http_error(req, 400, "invalid_request_error", "messages",
+    http_error(req, 400, "bad_request", "messages",
                "the last user message has no text content");
     return NULL;
 }
@@ -125,21 +125,23 @@ void route_completions(struct server *srv, struct evhttp_request *req,
         return;
     model = json_object_get(body, "model");
     user = json_object_get(body, "user");
-    if (!json_is_string(model)) {
-        http_error(req, 400, "invalid_request_error", "model",
-                   "is required: a pack name (GET /v1/models)");
+    if (!json_is_string(model) || !server_pack_served(srv, json_string_value(model))) {
+        http_error(req, 400, "bad_request", "model",
+                   model ? "is not a pack this server serves (GET /v1/models)"
+                         : "is required: a pack name (GET /v1/models)");
         goto out;
     }
     if (!(message = last_user_message(req, json_object_get(body, "messages"), text,
                                       sizeof(text))))
         goto out;
     if (!*message || strlen(message) > PIPELINE_MESSAGE_MAX) {
-        http_error(req, strlen(message) ? 413 : 400, "invalid_request_error", "messages",
+        http_error(req, strlen(message) ? 413 : 400, strlen(message) ? "too_large" : "bad_request",
+                   "messages",
                    "the last user message must be 1 to %d bytes", PIPELINE_MESSAGE_MAX);
         goto out;
     }
     if (user && !json_is_string(user)) {
-        http_error(req, 400, "invalid_request_error", "user", "must be a string");
+        http_error(req, 400, "bad_request", "user", "must be a string");
         goto out;
     }
     conversation = header && *header ? header : json_string_value(user);

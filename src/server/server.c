@@ -248,8 +248,11 @@ int server_run(const struct server_options *options, struct keel_error *err)
     evhttp_set_max_body_size(srv.http, 1024 * 1024);      /* evhttp's own hard cap */
     evhttp_set_max_headers_size(srv.http, 16 * 1024);
     evhttp_set_timeout(srv.http, 60);
+    /* Every method reaches the dispatcher, which answers 405 in JSON. */
     evhttp_set_allowed_methods(srv.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
-                                             EVHTTP_REQ_PATCH | EVHTTP_REQ_HEAD);
+                                             EVHTTP_REQ_PATCH | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                             EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+                                             EVHTTP_REQ_CONNECT);
     evhttp_set_gencb(srv.http, route_request, &srv);
     if (!(srv.socket = evhttp_bind_socket_with_handle(srv.http, host, (ev_uint16_t)port))) {
         rc = keel_error_set(err, KEEL_EIO, "listen", "cannot listen on %s", srv.opt.listen);

@@ -232,6 +232,9 @@ int server_pack_served(const struct server *srv, const char *pack);
  * then created by that turn. */
 void server_pending_add(const char *id, const char *pack, const char *owner, int reserved);
 
+/* Forgets a named or pending conversation (it was deleted). */
+void server_pending_forget(const char *id);
+
 /* ---- workers.c --------------------------------------------------------- */
 
 int workers_start(struct server *srv, struct keel_error *err);

@@ -114,6 +114,24 @@ test_serve_errors() {
     expect_code 415
     get /v1/chat
     expect_code 405
+    for m in PUT OPTIONS DELETE; do
+        OUT=$(curl -s -X "$m" -w '\n%{http_code}' "$URL/v1/chat")
+        CODE=$(printf '%s' "$OUT" | tail -n 1)
+        OUT=$(printf '%s' "$OUT" | sed '$d')
+        expect_code 405
+        expect_json '.error.code' '"method_not_allowed"'
+    done
+    post /v1/models '{}'
+    expect_code 405
+    post /healthz '{}'
+    expect_code 405
+    post /v1/chat/completions '{"model": "nope", "messages": [{"role": "user", "content": "hi"}]}'
+    expect_code 400
+    expect_json '.error.field' '"model"'
+    long=$(head -c 9000 /dev/zero | tr '\0' 'a')
+    post /v1/chat/completions "{\"model\": \"scholar\", \"messages\": [{\"role\": \"user\", \"content\": \"$long\"}]}"
+    expect_code 413
+    expect_json '.error.code' '"too_large"' 
     get /v1/responses/turn_01AAAAAAAAAAAAAAAAAAAAAAAA
     expect_code 404
     expect_json '.error.field' '"correlation_id"'
@@ -276,6 +294,7 @@ test_serve_conversations_and_metrics() {
     post '/v1/chat?wait=1' "{\"message\": \"how do I file an appeal\", \"conversation_id\": \"$named\"}"
     expect_code 200
     expect_json '.conversation_id' "\"$named\""
+    named_turn=$(printf '%s' "$OUT" | jq -r .correlation_id)
     post '/v1/chat?wait=1' '{"message": "find recent papers on sleep and memory"}'
     expect_code 200
     other=$(printf '%s' "$OUT" | jq -r .conversation_id)
@@ -294,6 +313,13 @@ test_serve_conversations_and_metrics() {
     expect_code 404
     OUT=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$URL/v1/conversations/$named")
     [ "$OUT" = 404 ] || fail "second delete: $OUT"
+    # nothing of it is served any more, and its id is not a conversation
+    get "/v1/responses/$named_turn"
+    expect_code 404
+    get "/v1/stream/$named_turn"
+    expect_code 404
+    post /v1/chat "{\"message\": \"hi\", \"conversation_id\": \"$named\"}"
+    expect_code 404
     # quality metrics: one direct search, its tool called, its years kept
     get /v1/metrics/quality
     expect_code 200
@@ -307,6 +333,7 @@ test_serve_conversations_and_metrics() {
         fail "no stage histogram"
     printf '%s\n' "$OUT" | grep -q '^keel_quality_direct_search_tool_call_rate 1.000000$' ||
         fail "no quality rate"
+    printf '%s\n' "$OUT" | grep -q '{}' && fail "empty label braces in /metrics"
     post /v1/metrics/quality/reset ''
     expect_code 200
     expect_json '.counters.direct_search_turns' '0'
