@@ -386,3 +386,41 @@ test_serve_quality_history() {
     expect_json '.error.field' '"aggregate_minutes"'
     serve_stop
 }
+
+test_serve_open_streams_per_key() {
+    RC=0 ERR=
+    FAKE_HTTP=${FAKE_HTTP:-$(dirname "$KEEL")/keel-fake-http}
+    # A paper provider that answers after 4 s keeps the turn, and so its
+    # streams, open.
+    "$FAKE_HTTP" --port-file "$TMP/slow.port" --route /works \
+        --reply '200 delay=4000 text={"results": []}' > /dev/null 2>&1 &
+    slow=$!
+    i=0
+    while [ ! -s "$TMP/slow.port" ] && [ "$i" -lt 200 ]; do i=$((i + 1)); sleep 0.05; done
+    db="$TMP/serve12.db"
+    run "$KEEL" keys create --user many --role editor --db "$db"
+    token=$OUT
+    export KEEL_OPENALEX_URL="http://127.0.0.1:$(cat "$TMP/slow.port")"
+    SERVE_AUTH=keys serve_start "$db" --providers openalex --rate 1000
+    auth_post "$token" /v1/chat '{"message": "find recent papers on sleep and memory"}'
+    expect_code 202
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    pids=""
+    for n in $(seq 64); do
+        curl -s -N --max-time 30 -o /dev/null -H "Authorization: Bearer $token" \
+            "$URL/v1/stream/$cid" &
+        pids="$pids $!"
+    done
+    sleep 1
+    CODE=$(curl -s -o "$TMP/s65.json" -w '%{http_code}' -H "Authorization: Bearer $token" \
+           "$URL/v1/stream/$cid")
+    OUT=$(cat "$TMP/s65.json")
+    expect_code 429
+    expect_json '.error.code' '"too_many_streams"'
+    for p in $pids; do   # the 64 streams end with the turn
+        wait "$p" || true
+    done
+    serve_stop
+    kill "$slow" 2>/dev/null || true
+    wait "$slow" 2>/dev/null || true
+}
