@@ -33,12 +33,17 @@
 static void on_waiter_closed(struct evhttp_connection *conn, void *arg);
 static int key_streams_add(struct server *srv, const char *key_id, int delta);
 
-int server_pack_served(const struct server *srv, const char *pack)
+int server_pack_index(const struct server *srv, const char *pack)
 {
     for (int i = 0; i < srv->n_packs; i++)
         if (!strcmp(srv->packs[i], pack))
-            return 1;
-    return 0;
+            return i;
+    return -1;
+}
+
+int server_pack_served(const struct server *srv, const char *pack)
+{
+    return server_pack_index(srv, pack) >= 0;
 }
 
 /* Conversations created by a queued turn, not yet in the store: their
@@ -328,7 +333,7 @@ static json_t *summary_from_store(const json_t *turn)
 {
     const json_t *decision = json_object_get(turn, "decision");
     const json_t *state = json_object_get(turn, "state");
-    json_t *tools = json_array(), *e;
+    json_t *tools = json_array(), *e, *result, *summary;
     const char *kind = NULL;
     size_t i;
 
@@ -342,22 +347,23 @@ static json_t *summary_from_store(const json_t *turn)
         if (!strcmp(stage, "resolve") && json_object_get(extra, "args") && tools)
             json_array_append(tools, json_object_get(extra, "tool"));
     }
-    return json_pack("{s:O, s:O, s:O, s:O, s:O, s:{s:O, s:O, s:O, s:O}, s:O, s:O, s:s?, s:o,"
-                     " s:O, s:O*, s:n}",
-                     "correlation_id", json_object_get(turn, "correlation_id"),
-                     "conversation_id", json_object_get(turn, "conversation_id"), "turn",
-                     json_object_get(turn, "turn"), "answer", json_object_get(turn, "assistant"),
-                     "sources", json_object_get(turn, "sources"), "decision", "intent",
-                     json_object_get(decision, "intent"), "route",
-                     json_object_get(decision, "route"), "tool",
-                     json_object_get(decision, "force_tool"), "reasons",
-                     json_object_get(decision, "reasons"), "stage",
-                     json_object_get(state, "stage"), "clarification",
-                     json_is_true(json_object_get(turn, "clarification"))
-                         ? json_object_get(turn, "assistant")
-                         : json_null(),
-                     "kind", kind, "tools_called", tools ? tools : json_array(), "state", state,
-                     "providers", json_object_get(decision, "providers"), "active_scenario");
+    /* The stored turn in the shape of a pipeline result, summarised by
+     * the one function that summarises live results. */
+    result = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:s?, s:o, s:O?, s:O*}",
+                       "correlation_id", json_object_get(turn, "correlation_id"),
+                       "conversation_id", json_object_get(turn, "conversation_id"), "turn",
+                       json_object_get(turn, "turn"), "answer",
+                       json_object_get(turn, "assistant"), "sources",
+                       json_object_get(turn, "sources"), "decision", decision, "stage",
+                       json_object_get(state, "stage"), "clarification",
+                       json_is_true(json_object_get(turn, "clarification"))
+                           ? json_object_get(turn, "assistant")
+                           : json_null(),
+                       "kind", kind, "tools_called", tools ? tools : json_array(), "state", state,
+                       "providers", json_object_get(decision, "providers"));
+    summary = result ? server_result_summary(result) : NULL;
+    json_decref(result);
+    return summary;
 }
 
 static int error_status(const json_t *error)

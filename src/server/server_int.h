@@ -224,7 +224,9 @@ void histogram_observe(struct histogram *h, double ms);
 struct evbuffer;
 void server_metrics_write(struct server *srv, struct evbuffer *out);
 
-/* Nonzero when the server serves `pack`. */
+/* The index of `pack` among the served packs (-1: not served), and
+ * whether it is served. */
+int server_pack_index(const struct server *srv, const char *pack);
 int server_pack_served(const struct server *srv, const char *pack);
 
 /* Remembers a conversation named before its first turn is stored:

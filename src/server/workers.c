@@ -98,7 +98,7 @@ json_t *server_result_summary(const json_t *result)
 {
     const json_t *decision = json_object_get(result, "decision");
 
-    return json_pack("{s:O, s:O, s:O, s:O, s:O, s:{s:O, s:O, s:O, s:O}, s:O, s:O, s:O, s:O,"
+    return json_pack("{s:O, s:O, s:O, s:O, s:O, s:{s:O, s:O, s:O, s:O}, s:O, s:O, s:O?, s:O,"
                      " s:O, s:O*, s:n}",
                      "correlation_id", json_object_get(result, "correlation_id"),
                      "conversation_id", json_object_get(result, "conversation_id"), "turn",
@@ -116,20 +116,12 @@ json_t *server_result_summary(const json_t *result)
                      json_object_get(result, "providers"), "active_scenario");
 }
 
-static int pack_index(const struct server *srv, const char *pack)
-{
-    for (int i = 0; i < srv->n_packs; i++)
-        if (!strcmp(srv->packs[i], pack))
-            return i;
-    return -1;
-}
-
 static void run_job(struct worker *w, struct job *job)
 {
     struct server *srv = w->srv;
     struct turn_ctx ctx = {srv->bus, &srv->metrics, job->correlation_id, {0}};
     uint64_t t0 = now_ns();
-    int p = pack_index(srv, job->pack);
+    int p = server_pack_index(srv, job->pack);
     struct turn_request req = {
         .conversation_id = job->new_conversation ? NULL : job->conversation_id,
         .message = job->message,
