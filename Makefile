@@ -37,7 +37,7 @@ ALL_LDFLAGS := $(SANFLAGS) $(LDFLAGS)
 LIBS      := $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC   := $(sort $(wildcard src/core/*.c src/pack/*.c src/text/*.c src/policy/*.c src/replay/*.c \
-                               src/store/*.c src/ingest/*.c src/pipeline/*.c src/providers/*.c \
+                               src/store/*.c src/ingest/*.c src/pipeline/*.c src/providers/*.c src/llm/*.c \
                                src/server/*.c))
 CLI_SRC   := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC  := $(sort $(wildcard tests/unit/*.c) tests/fake/fake_http.c)
@@ -54,6 +54,7 @@ KEEL      := $(O)/keel
 UNIT      := $(O)/keel-unit
 BENCHBIN  := $(O)/keel-bench
 FAKEHTTP  := $(O)/keel-fake-http
+FAKEOPENAI := $(O)/keel-fake-openai
 
 .PHONY: all test test-unit test-replay test-blackbox bench fuzz fuzz-build run chat clean
 
@@ -79,16 +80,21 @@ $(UNIT): $(UNIT_OBJ) $(LIBKEEL)
 $(FAKEHTTP): $(O)/obj/tests/fake/fake_http_main.o $(O)/obj/tests/fake/fake_http.o $(LIBKEEL)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
+# The scripted OpenAI-compatible model server of the black-box tests.
+$(FAKEOPENAI): $(O)/obj/tests/fake/fake_openai_main.o
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
 $(BENCHBIN): $(BENCH_OBJ) $(LIBKEEL)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(LIBKEEL) $(LIBS)
 
 # The whole suite, in this order even under -j: unit tests, replay
 # fixtures, then black-box tests of the real binary. Each prints its own
 # closing line; any failure stops make.
-test: $(UNIT) $(KEEL) $(FAKEHTTP)
+test: $(UNIT) $(KEEL) $(FAKEHTTP) $(FAKEOPENAI)
 	KEEL_ROOT=$(CURDIR) $(UNIT)
 	$(KEEL) replay tests/replay
-	KEEL=$(abspath $(KEEL)) FAKE_HTTP=$(abspath $(FAKEHTTP)) sh tests/blackbox/run.sh
+	KEEL=$(abspath $(KEEL)) FAKE_HTTP=$(abspath $(FAKEHTTP)) FAKE_OPENAI=$(abspath $(FAKEOPENAI)) \
+	    sh tests/blackbox/run.sh
 
 test-unit: $(UNIT)
 	KEEL_ROOT=$(CURDIR) $(UNIT)
@@ -96,8 +102,9 @@ test-unit: $(UNIT)
 test-replay: $(KEEL)
 	$(KEEL) replay tests/replay
 
-test-blackbox: $(KEEL) $(FAKEHTTP)
-	KEEL=$(abspath $(KEEL)) FAKE_HTTP=$(abspath $(FAKEHTTP)) sh tests/blackbox/run.sh
+test-blackbox: $(KEEL) $(FAKEHTTP) $(FAKEOPENAI)
+	KEEL=$(abspath $(KEEL)) FAKE_HTTP=$(abspath $(FAKEHTTP)) FAKE_OPENAI=$(abspath $(FAKEOPENAI)) \
+	    sh tests/blackbox/run.sh
 
 bench: $(BENCHBIN)
 	KEEL_ROOT=$(CURDIR) $(BENCHBIN) $(BENCH)

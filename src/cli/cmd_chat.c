@@ -27,6 +27,7 @@ struct chat {
     int json;
     int interactive;
     int trace;
+    int streaming;      /* this turn's answer is being printed as the model writes it */
     int64_t now;        /* 0: the clock */
 };
 
@@ -34,7 +35,8 @@ static void chat_usage(FILE *out)
 {
     fprintf(out,
             "usage: keel chat [--pack NAME] [--db FILE] [--conversation ID] [--role ROLE]\n"
-            "                 [--json] [--now TIME] [--providers LIST]\n\n"
+            "                 [--json] [--now TIME] [--providers LIST]\n"
+            "                 [--llm-url URL --llm-model NAME [--llm-key-env VAR]]\n\n"
             "Talk to keel. On a terminal: type a message, see progress and the answer with its\n"
             "sources; :quit or Ctrl-D leaves. Otherwise one message per line is read from\n"
             "standard input and each answer printed (--json: one JSON object per turn with\n"
@@ -52,6 +54,12 @@ static void chat_usage(FILE *out)
             "  --providers LIST     remote paper providers to ask besides the library:\n"
             "                       openalex,semanticscholar or none (default: the pack's,\n"
             "                       or $KEEL_PROVIDERS)\n"
+            "  --llm-url URL        an OpenAI-compatible server's /v1 (llama.cpp, Ollama, vLLM,\n"
+            "                       OpenAI, …) that phrases the answers; keel still decides\n"
+            "                       the tools and their arguments (default: the pack's llm.url,\n"
+            "                       or $KEEL_LLM_URL; none: no model)\n"
+            "  --llm-model NAME     the model's name on that server ($KEEL_LLM_MODEL)\n"
+            "  --llm-key-env VAR    the environment variable holding its API key\n"
             "KEEL_DEBUG_TRACE=1 shows every technical event on standard error.\n");
 }
 
@@ -69,13 +77,35 @@ static void on_event(void *ctx, const json_t *event)
     fflush(stdout);
 }
 
-static void print_text(const json_t *result)
+/* The model's answer as it is written (a terminal, not --json). */
+static void on_token(void *ctx, const char *text, size_t n)
+{
+    struct chat *chat = ctx;
+
+    if (!text) {   /* the model failed mid-answer: the whole answer follows */
+        printf("\n  \u00b7 (the model stopped; the answer from the sources follows)\n");
+        chat->streaming = 0;
+    } else {
+        if (!chat->streaming)
+            printf("\nkeel> ");
+        chat->streaming = 1;
+        fwrite(text, 1, n, stdout);
+    }
+    fflush(stdout);
+}
+
+/* The answer (unless it was already printed as it was written) and
+ * its sources. */
+static void print_text(const json_t *result, int answer)
 {
     const json_t *sources = json_object_get(result, "sources");
     size_t i;
     json_t *s;
 
-    printf("%s\n", json_string_value(json_object_get(result, "answer")));
+    if (answer)
+        printf("%s\n", json_string_value(json_object_get(result, "answer")));
+    else
+        printf("\n");
     if (json_array_size(sources))
         printf("\nSources:\n");
     json_array_foreach(sources, i, s) {
@@ -98,7 +128,7 @@ static void print_text(const json_t *result)
 
 static void print_json(const json_t *result)
 {
-    json_t *line = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:n,s:O*,s:O}",
+    json_t *line = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:n,s:O*,s:O,s:O*}",
                              "conversation_id",
                              json_object_get(result, "conversation_id"), "turn",
                              json_object_get(result, "turn"), "answer",
@@ -111,7 +141,8 @@ static void print_json(const json_t *result)
                              json_object_get(result, "tools_called"), "state",
                              json_object_get(result, "state"), "active_scenario",
                              "providers", json_object_get(result, "providers"), "tool_args",
-                             json_object_get(result, "tool_args"));
+                             json_object_get(result, "tool_args"), "model",
+                             json_object_get(result, "model"));
     char *text = line ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 
     if (text)
@@ -146,11 +177,14 @@ static int chat_turn(struct chat *chat, const char *line, size_t n)
         .now_ms = chat->now,
         .on_event = on_event,
         .event_ctx = chat,
+        .on_token = chat->interactive && !chat->json ? on_token : NULL,
+        .token_ctx = chat,
     };
     struct keel_error err;
     json_t *result = NULL;
 
     keel_error_clear(&err);
+    chat->streaming = 0;
     if (pipeline_turn(chat->pl, &req, &result, &err)) {
         print_error(chat, &err);
         return 1;
@@ -159,10 +193,12 @@ static int chat_turn(struct chat *chat, const char *line, size_t n)
              json_string_value(json_object_get(result, "conversation_id")));
     if (chat->json)
         print_json(result);
+    else if (chat->interactive && json_is_true(json_object_get(result, "streamed")))
+        print_text(result, 0);
     else if (chat->interactive)
-        printf("\nkeel> "), print_text(result);
+        printf("\nkeel> "), print_text(result, 1);
     else
-        print_text(result);
+        print_text(result, 1);
     fflush(stdout);
     json_decref(result);
     return 0;
@@ -230,9 +266,9 @@ static int chat_loop(struct chat *chat)
 }
 
 static int chat_open(struct chat *chat, const char *db, const char *pack, const char *providers,
-                     struct keel_error *err)
+                     const struct llm_options *llm, struct keel_error *err)
 {
-    struct pipeline_options options = {NULL, pack, NULL, NULL, providers};
+    struct pipeline_options options = {NULL, pack, NULL, NULL, providers, *llm};
     long ingested = 0;
     int rc;
 
@@ -258,8 +294,12 @@ int cmd_chat(int argc, char **argv)
         {"role", required_argument, NULL, 'r'},   {"json", no_argument, NULL, 'j'},
         {"now", required_argument, NULL, 'n'},    {"help", no_argument, NULL, 'h'},
         {"providers", required_argument, NULL, 'P'},
+        {"llm-url", required_argument, NULL, 'U'},
+        {"llm-model", required_argument, NULL, 'M'},
+        {"llm-key-env", required_argument, NULL, 'K'},
         {NULL, 0, NULL, 0},
     };
+    struct llm_options llm = {NULL, NULL, NULL};
     struct chat chat;
     const char *db = NULL, *pack = "scholar", *now = NULL, *trace = getenv("KEEL_DEBUG_TRACE");
     const char *providers = NULL;
@@ -278,6 +318,9 @@ int cmd_chat(int argc, char **argv)
         case 'j': chat.json = 1; break;
         case 'n': now = optarg; break;
         case 'P': providers = optarg; break;
+        case 'U': llm.url = optarg; break;
+        case 'M': llm.model = optarg; break;
+        case 'K': llm.key_env = optarg; break;
         case 'h': chat_usage(stdout); return 0;
         case ':':
             fprintf(stderr, "keel: chat: %s needs a value\n\n", argv[optind - 1]);
@@ -301,7 +344,7 @@ int cmd_chat(int argc, char **argv)
     }
     chat.interactive = isatty(0);
     chat.trace = trace && !strcmp(trace, "1");
-    rc = chat_open(&chat, db, pack, providers, &err);
+    rc = chat_open(&chat, db, pack, providers, &llm, &err);
     if (!rc && chat.conversation[0]) {   /* fail early on an unknown id */
         struct store_conversation conv;
         if (!(rc = store_load_conversation(chat.store, chat.conversation, &conv, &err))) {

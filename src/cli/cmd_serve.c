@@ -13,7 +13,8 @@ static void serve_usage(FILE *out)
 {
     fprintf(out,
             "usage: keel serve [--listen HOST:PORT] [--db FILE] [--workers N] [--packs LIST]\n"
-            "                  [--auth keys|none] [--providers LIST] [--port-file FILE]\n\n"
+            "                  [--auth keys|none] [--providers LIST] [--port-file FILE]\n"
+            "                  [--llm-url URL --llm-model NAME [--llm-key-env VAR]]\n\n"
             "Serves the HTTP API (POST /v1/chat, GET /v1/responses/ID, GET /v1/stream/ID, …)\n"
             "and the web page at /. Turns run on worker threads; SIGTERM or Ctrl-C stops\n"
             "accepting, finishes the accepted turns, then exits. Each pack's sample data is\n"
@@ -27,6 +28,9 @@ static void serve_usage(FILE *out)
             "                       key made with keel keys create (the default)\n"
             "  --auth none          no API keys: only on a loopback address (the demo)\n"
             "  --providers LIST     remote paper providers, as for keel chat\n"
+            "  --llm-url URL        an OpenAI-compatible server's /v1 that phrases the answers,\n"
+            "  --llm-model NAME     as for keel chat (default: each pack's llm section, or\n"
+            "  --llm-key-env VAR    $KEEL_LLM_URL, $KEEL_LLM_MODEL, $KEEL_LLM_KEY_ENV)\n"
             "  --rate N             requests per second per key, twice that at once\n"
             "                       (default 20; over it: 429 with Retry-After)\n"
             "  --port-file FILE     write the bound port to FILE once listening\n");
@@ -40,6 +44,9 @@ int cmd_serve(int argc, char **argv)
         {"auth", required_argument, NULL, 'a'},    {"providers", required_argument, NULL, 'P'},
         {"port-file", required_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'},
         {"rate", required_argument, NULL, 'R'},
+        {"llm-url", required_argument, NULL, 'U'},
+        {"llm-model", required_argument, NULL, 'M'},
+        {"llm-key-env", required_argument, NULL, 'K'},
         {NULL, 0, NULL, 0},
     };
     struct server_options o;
@@ -74,6 +81,9 @@ int cmd_serve(int argc, char **argv)
             break;
         case 'P': o.providers = optarg; break;
         case 'f': o.port_file = optarg; break;
+        case 'U': o.llm.url = optarg; break;
+        case 'M': o.llm.model = optarg; break;
+        case 'K': o.llm.key_env = optarg; break;
         case 'R': {
             char *end;
             long n = strtol(optarg, &end, 10);

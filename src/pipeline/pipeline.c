@@ -55,6 +55,22 @@ static int open_providers(struct pipeline *pl, const struct pipeline_options *op
     return rc;
 }
 
+/* The model: the pack's `llm:` section, KEEL_LLM_*, then the caller's
+ * options. No URL anywhere: no model. */
+static int open_llm(struct pipeline *pl, const struct pipeline_options *options,
+                    struct keel_error *err)
+{
+    struct llm_conf conf;
+    int rc = llm_conf_load(json_object_get(pl->pack->doc, "llm"), &options->llm, &conf, err);
+
+    if (rc)
+        return rc;   /* the conf is released */
+    if (conf.url)
+        rc = llm_new(&conf, &pl->llm, err);
+    llm_conf_release(&conf);
+    return rc;
+}
+
 int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
                  struct keel_error *err)
 {
@@ -76,7 +92,7 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
         keel_free(pl);
         return rc;
     }
-    if ((rc = open_providers(pl, options, err))) {
+    if ((rc = open_providers(pl, options, err)) || (rc = open_llm(pl, options, err))) {
         pipeline_free(pl);
         return rc;
     }
@@ -93,6 +109,7 @@ void pipeline_free(struct pipeline *pl)
     if (!pl)
         return;
     providers_free(pl->providers);
+    llm_free(pl->llm);
     config_release(&pl->cfg);
     policy_free(pl->policy);
     pack_free(pl->pack);
@@ -126,6 +143,11 @@ const char *pipeline_role_for(const struct pipeline *pl, const char *api_role)
         return NULL;
     }
     return pack->roles[pack->default_role].name;
+}
+
+const struct llm_conf *pipeline_llm(const struct pipeline *pl)
+{
+    return pl->llm ? llm_get_conf(pl->llm) : NULL;
 }
 
 const char *pipeline_pack_name(const struct pipeline *pl)
@@ -252,6 +274,9 @@ static void turn_release(struct turn *t)
     json_decref(t->decision_json);
     json_decref(t->provider_reports);
     json_decref(t->state_json);
+    json_decref(t->model_log);
+    json_decref(t->model_runs);
+    keel_free(t->proposal_text);
 }
 
 static json_t *result_json(struct turn *t)
@@ -269,7 +294,7 @@ static json_t *result_json(struct turn *t)
         return NULL;
     }
     return json_pack("{s:s,s:i,s:s,s:s,s:O,s:o,s:s,s:s,s:s?,s:s,s:s,s:O,s:O,s:o,s:O,s:O,s:o,"
-                     "s:O*}",
+                     "s:O*, s:O*, s:b}",
                      "conversation_id", t->conversation_id, "turn", t->seq, "correlation_id",
                      t->correlation_id, "answer", t->answer.data, "sources", t->sources,
                      "decision", decision, "stage", t->state.stage, "stage_before",
@@ -277,7 +302,8 @@ static json_t *result_json(struct turn *t)
                      t->kind == TURN_SLOT_FILL ? "slot_fill" : "new_question", "refined_query",
                      t->state.refined_query, "tools_called", t->tools_called, "tool_args",
                      t->tool_args, "state", state, "events", t->events, "deltas", t->deltas,
-                     "blueprint", bp, "providers", t->provider_reports);
+                     "blueprint", bp, "providers", t->provider_reports, "model", t->model_log,
+                     "streamed", t->streamed);
 }
 
 int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **result,

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "llm/llm.h"
 #include "store/store.h"
 
 #define PIPELINE_MESSAGE_MAX 8192   /* bytes of a user message */
@@ -38,6 +39,12 @@ struct web_fallback {
  * progress. The event is borrowed. */
 typedef void (*pipeline_event_fn)(void *ctx, const json_t *event);
 
+/* Called with each piece of the answer as the model writes it (`n`
+ * bytes of UTF-8, not NUL-terminated). text NULL: what was passed so far
+ * is void (the model failed mid-answer); the turn's result then holds
+ * the answer to show, and "streamed" is false. */
+typedef void (*pipeline_token_fn)(void *ctx, const char *text, size_t n);
+
 struct pipeline_options {
     const char *packs_dir;             /* NULL: pack_default_dir() */
     const char *pack;                  /* pack name, required */
@@ -45,6 +52,8 @@ struct pipeline_options {
     const struct web_fallback *web;    /* NULL: none */
     const char *providers;             /* remote paper providers on ("openalex,semanticscholar",
                                         * "none"); NULL: the pack's and KEEL_PROVIDERS */
+    struct llm_options llm;            /* the model (--llm-url, --llm-model, --llm-key-env);
+                                        * unset fields: the pack's llm section and KEEL_LLM_* */
 };
 
 struct turn_request {
@@ -63,6 +72,8 @@ struct turn_request {
     const char *owner;                 /* the API user a new conversation belongs to; NULL: none */
     const char *traceparent;           /* the caller's W3C traceparent, kept in the load event;
                                         * NULL: none */
+    pipeline_token_fn on_token;        /* the model's answer as it is written; may be NULL */
+    void *token_ctx;
 };
 
 struct pipeline;
@@ -85,6 +96,9 @@ int pipeline_check_role(const struct pipeline *pl, const char *role, struct keel
  * a viewer finds no read-only role (the turn must not run). */
 const char *pipeline_role_for(const struct pipeline *pl, const char *api_role);
 
+/* The model's name and URL when the pipeline has one; NULL else. */
+const struct llm_conf *pipeline_llm(const struct pipeline *pl);
+
 /* The pack's name. */
 const char *pipeline_pack_name(const struct pipeline *pl);
 
@@ -97,7 +111,8 @@ int pipeline_ingest_sample(struct pipeline *pl, long *ingested, struct keel_erro
 /* Runs one turn. On success *result is a new JSON object:
  *   {conversation_id, turn, correlation_id, answer, sources[], decision,
  *    stage, clarification (text or null), tools_called[], tool_args{},
- *    state, events[], deltas[]}
+ *    state, events[], deltas[], model (what the model did, or absent
+ *    without one), streamed (the answer went out through on_token)}
  * and the turn is stored. Bad input (empty, too long or invalid UTF-8
  * message, unknown role, unknown conversation id or one of another pack)
  * is KEEL_EINVAL / KEEL_ENOTFOUND naming the field, and changes nothing.

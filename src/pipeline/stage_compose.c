@@ -4,7 +4,10 @@
  * a path's honest "I can't" — cites each source by number, and says
  * plainly when nothing was found. It invents nothing: every sentence of
  * an answer is a sentence of a source or a fixed text of the pack
- * (pipeline.messages, with English defaults here).
+ * (pipeline.messages, with English defaults here). With a model
+ * configured, the extractive answer is built all the same and then
+ * handed to model_compose (model.c), which lets the model phrase it and
+ * keeps it when the model fails.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -362,7 +365,7 @@ static int compose_no_tools(struct turn *t, struct keel_buf *b)
 /* A closing note when remote paper providers failed: the answer says the
  * results may be incomplete and which sources did not answer, so the user
  * sees it wherever the answer goes (terminal, API, stream). */
-static int providers_note(struct turn *t, struct keel_buf *out)
+int compose_providers_note(struct turn *t, struct keel_buf *out)
 {
     char names[256] = "";
     size_t len = 0;
@@ -403,14 +406,19 @@ int stage_compose(struct turn *t, struct keel_error *err)
             rc = compose_sub(t, i, &t->answer);
     }
     if (!rc && t->provider_reports)
-        rc = providers_note(t, &t->answer);
+        rc = compose_providers_note(t, &t->answer);
     if (rc)
         return keel_error_set(err, rc == KEEL_ETOOBIG ? KEEL_ETOOBIG : KEEL_ENOMEM, "answer",
                               "the answer could not be built");
+    if ((rc = model_compose(t, err)))
+        return rc;
     if (turn_emit(t, "info", "compose.done",
-                  json_pack("{s:i,s:i}", "bytes", (int)t->answer.len, "sources",
-                            (int)json_array_size(t->sources)),
-                  "extractive answer, %d sources", (int)json_array_size(t->sources)))
+                  json_pack("{s:i,s:i,s:b}", "bytes", (int)t->answer.len, "sources",
+                            (int)json_array_size(t->sources), "model",
+                            t->model_log && !t->model_failed),
+                  "%s answer, %d sources",
+                  t->model_log && !t->model_failed ? "model" : "extractive",
+                  (int)json_array_size(t->sources)))
         return keel_error_set(err, KEEL_ENOMEM, "compose", "out of memory");
     return KEEL_OK;
 }

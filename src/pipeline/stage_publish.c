@@ -111,11 +111,12 @@ int stage_publish(struct turn *t, struct keel_error *err)
         goto out;
     state = t->state_json = state_to_json(&t->state, &t->pl->cfg);   /* the result reuses it */
     decision = t->decision_json;
-    if (t->provider_reports) {
-        /* The decision log adds what each paper provider did; the decide
-         * event keeps the decision as it was made. */
+    if (t->provider_reports || t->model_log) {
+        /* The decision log adds what each paper provider and the model
+         * did; the decide event keeps the decision as it was made. */
         if (!(log = json_copy(t->decision_json)) ||
-            json_object_set(log, "providers", t->provider_reports))
+            (t->provider_reports && json_object_set(log, "providers", t->provider_reports)) ||
+            (t->model_log && json_object_set(log, "model", t->model_log)))
             goto out;
         decision = log;
     }

@@ -10,7 +10,9 @@
  * widen a search the policy narrowed. A successful forced search (one
  * or more papers) applies the policy's stage transition, with a history
  * entry. Passages about another plan than the conversation's are
- * dropped (jurisdiction_filter).
+ * dropped (jurisdiction_filter). With a model configured, it first
+ * proposes tool calls, which model.c vets; the policy's runs here do not
+ * depend on what it proposed.
  */
 #include <stdio.h>
 #include <string.h>
@@ -255,6 +257,8 @@ int stage_resolve(struct turn *t, struct keel_error *err)
 {
     int rc;
 
+    if ((rc = model_propose(t, err)))
+        return rc;
     if (t->no_tools)
         return turn_emit(t, "info", NULL, NULL, "no tool runs: %s",
                          policy_reason_name(t->decision.reason))
@@ -263,5 +267,5 @@ int stage_resolve(struct turn *t, struct keel_error *err)
     for (int i = 0; i < t->state.blueprint.n_subs; i++)
         if (t->state.blueprint.subs[i].status == SUB_PENDING && (rc = run_sub(t, i, err)))
             return rc;
-    return KEEL_OK;
+    return model_settle(t, err);
 }

@@ -11,7 +11,7 @@
 #include "core/json.h"
 #include "pack/pack.h"
 
-#define REGISTRY_SIZE 2
+#define REGISTRY_SIZE 3
 
 /* ---- argument check ---------------------------------------------------------- */
 
@@ -493,6 +493,35 @@ static int run_rag_search(const struct tool_env *env, const json_t *args, json_t
     return KEEL_OK;
 }
 
+/* Saves one paper to the local library (a write: only roles with write
+ * access run it). The paper is stored at once, outside the turn's
+ * transaction, like any tool with an effect outside the conversation. */
+static int run_add_to_library(const struct tool_env *env, const json_t *args, json_t **result,
+                              struct keel_error *err)
+{
+    struct store_paper paper = {
+        .title = (char *)json_string_value(json_object_get(args, "title")),
+        .abstract = (char *)json_string_value(json_object_get(args, "abstract")),
+        .year = (int)json_integer_value(json_object_get(args, "year")),
+        .venue = (char *)json_string_value(json_object_get(args, "venue")),
+        .doi = (char *)json_string_value(json_object_get(args, "doi")),
+        .url = (char *)json_string_value(json_object_get(args, "url")),
+        .source = (char *)"add_to_library",
+    };
+    static const char *const outcomes[] = {"added", "updated", "unchanged"};
+    enum store_outcome outcome;
+    char id[256];
+    int rc;
+
+    store_paper_id(&paper, id, sizeof(id));
+    paper.id = id;
+    if ((rc = store_put_paper(env->store, &paper, &outcome, err)))
+        return rc;
+    if (!(*result = json_pack("{s:s, s:s}", "id", id, "outcome", outcomes[outcome])))
+        return keel_error_set(err, KEEL_ENOMEM, "add_to_library", "out of memory");
+    return KEEL_OK;
+}
+
 /* ---- the registry ---------------------------------------------------------- */
 
 static const struct tool_arg search_papers_args[] = {
@@ -511,11 +540,23 @@ static const struct tool_arg rag_search_args[] = {
     {NULL, ARG_STRING, 0, 0, 0, NULL},
 };
 
+static const struct tool_arg add_to_library_args[] = {
+    {"title", ARG_STRING, 1, 1, 1000, "the paper's title"},
+    {"year", ARG_INTEGER, 0, 0, 9999, "publication year"},
+    {"venue", ARG_STRING, 0, 0, 500, "journal or conference"},
+    {"doi", ARG_STRING, 0, 0, 300, "DOI, e.g. 10.1000/xyz"},
+    {"url", ARG_STRING, 0, 0, 2000, "a link to the paper"},
+    {"abstract", ARG_STRING, 0, 0, 20000, "the abstract"},
+    {NULL, ARG_STRING, 0, 0, 0, NULL},
+};
+
 static const struct tool_def registry[REGISTRY_SIZE] = {
     {"search_papers", "Search the local paper library with year and open-access filters.",
      search_papers_args, PACK_READ, run_search_papers},
     {"rag_search", "Search the ingested document corpus; passages carry a confidence band.",
      rag_search_args, PACK_READ, run_rag_search},
+    {"add_to_library", "Save a paper to the project's library.", add_to_library_args, PACK_WRITE,
+     run_add_to_library},
 };
 
 const struct tool_def *tools_find(const char *name)
@@ -524,4 +565,36 @@ const struct tool_def *tools_find(const char *name)
         if (!strcmp(registry[i].name, name))
             return &registry[i];
     return NULL;
+}
+
+json_t *tools_schema_json(const struct tool_def *tool)
+{
+    static const char *const types[] = {"string", "integer", "boolean"};
+    json_t *props = json_object(), *required = json_array();
+
+    for (const struct tool_arg *a = tool->args; props && required && a->name; a++) {
+        json_t *p = json_pack("{s:s, s:s}", "type", types[a->type], "description",
+                              a->description);
+        if (p && a->type == ARG_INTEGER) {
+            json_object_set_new(p, "minimum", json_integer(a->min));
+            json_object_set_new(p, "maximum", json_integer(a->max));
+        } else if (p && a->type == ARG_STRING) {
+            json_object_set_new(p, "minLength", json_integer(a->min));
+            json_object_set_new(p, "maxLength", json_integer(a->max));
+        }
+        if (!p || json_object_set_new(props, a->name, p) ||
+            (a->required && json_array_append_new(required, json_string(a->name)))) {
+            json_decref(props);
+            props = NULL;
+        }
+    }
+    if (!props || !required) {
+        json_decref(props);
+        json_decref(required);
+        return NULL;
+    }
+    return json_pack("{s:s, s:{s:s, s:s, s:{s:s, s:o, s:o, s:b}}}", "type", "function",
+                     "function", "name", tool->name, "description", tool->description,
+                     "parameters", "type", "object", "properties", props, "required", required,
+                     "additionalProperties", 0);
 }

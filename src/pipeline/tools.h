@@ -17,6 +17,8 @@
  *                   name) when given, else on the query;
  *                   the web fallback runs when the best passage is below
  *                   the abstain threshold and a fallback is configured
+ *   add_to_library  (write) saves a paper {title, year, venue, doi, url,
+ *                   abstract} to the local library at once
  */
 #ifndef KEEL_PIPELINE_TOOLS_H
 #define KEEL_PIPELINE_TOOLS_H
@@ -67,6 +69,11 @@ const struct tool_def *tools_find(const char *name);
  * properties, required ones present, types, integer bounds and string
  * lengths. KEEL_EINVAL names the argument ("args.count"). */
 int tools_check_args(const struct tool_def *tool, const json_t *args, struct keel_error *err);
+
+/* The tool as an OpenAI function tool: {type: "function", function:
+ * {name, description, parameters (JSON Schema of its arguments)}}; a new
+ * object, or NULL when out of memory. */
+json_t *tools_schema_json(const struct tool_def *tool);
 
 /* Checks and runs. On success *result is a new JSON object. */
 int tools_run(const struct tool_def *tool, const struct tool_env *env, const json_t *args,

@@ -14,6 +14,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/state.h"
 #include "pipeline/tools.h"
+#include "llm/llm.h"
 #include "providers/providers.h"
 #include "policy/policy.h"
 
@@ -24,6 +25,7 @@ struct pipeline {
     struct store *store;
     const struct web_fallback *web;
     struct providers *providers;       /* remote paper providers (owned) */
+    struct llm *llm;                   /* the model, or NULL: extractive answers (owned) */
     int trace;                         /* KEEL_DEBUG_TRACE=1, read once */
     char pack_dir[4200];
 };
@@ -80,6 +82,14 @@ struct turn {
     json_t *tool_args;                 /* {name: args} of the last call of each */
     int forced_tool_ran;               /* the policy's forced tool ran and succeeded */
 
+    /* the model (model.c); all NULL/0 without one */
+    json_t *model_log;                 /* {model, proposal, tool_calls[], answer}: the decision log */
+    json_t *model_runs;                /* [{id, name, arguments, result}] of the model's calls that ran */
+    int model_failed;                  /* a call failed: the answer is extractive, with a notice */
+    int forced_prefix;                 /* the policy ran its tool though the model did not call it */
+    char *proposal_text;               /* owned: the text of the model's proposal reply */
+    int streamed;                      /* the answer went out through on_token as it was written */
+
     /* compose / clarify */
     struct keel_buf answer;
     json_t *sources;
@@ -102,6 +112,39 @@ int stage_compose(struct turn *t, struct keel_error *err);
 int stage_artifact(struct turn *t, struct keel_error *err);
 int stage_remember(struct turn *t, struct keel_error *err);
 int stage_publish(struct turn *t, struct keel_error *err);
+
+/* The model's part of a turn (model.c). Each does nothing without a
+ * model. model_propose (resolve, before the policy's tools run) offers
+ * the model the tools its role may call and vets every call it proposes:
+ * refused (not the role's, not the pack's), invalid (arguments against
+ * the schema), governed (a tool the policy runs itself, with its own
+ * arguments) or run. model_settle (resolve, after) records the governed
+ * calls' final arguments and whether the reply must open with the
+ * pack's forced_tool line. model_compose (compose, after the extractive
+ * answer) lets the model phrase the answer from the tool results,
+ * streaming tokens; any failure keeps the extractive answer and adds a
+ * notice. Errors returned are out of memory only: a model's failure
+ * never fails the turn. */
+int model_propose(struct turn *t, struct keel_error *err);
+int model_settle(struct turn *t, struct keel_error *err);
+int model_compose(struct turn *t, struct keel_error *err);
+
+/* Appends the closing note of an answer when remote paper providers
+ * failed ("Note: Semantic Scholar did not answer, …"); nothing when none
+ * did (stage_compose.c). */
+int compose_providers_note(struct turn *t, struct keel_buf *out);
+
+/* The request messages of the turn (prompt.c): the pack's static system
+ * prompt, a system block with the live state, earlier turns within the
+ * token budget, the user's message and, with `results`, the tool calls
+ * that ran and their results. A new array, or NULL (out of memory, or a
+ * store failure reading the history, in err). */
+json_t *prompt_messages(struct turn *t, int results, struct keel_error *err);
+
+/* The tools the turn's role may call, as OpenAI function tools: in the
+ * registry, in the pack, allowed for the role. A new array (may be
+ * empty), or NULL when out of memory. */
+json_t *prompt_tools(const struct turn *t);
 
 /* Emits an event of the running stage. `kind` is start|end|info|token|
  * error; `key` ("resolve.search", or NULL for the stage itself) picks the

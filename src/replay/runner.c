@@ -311,7 +311,8 @@ static int run_turn(struct replay *replay, struct case_setup *setup, const json_
 static int open_pipeline(struct replay *replay, struct case_setup *setup, struct store **store,
                          struct keel_error *err)
 {
-    struct pipeline_options options = {replay->packs_dir, setup->pack_name, NULL, NULL, NULL};
+    struct pipeline_options options = {replay->packs_dir, setup->pack_name, NULL, NULL, NULL,
+                                       {"none", NULL, NULL}};
     long ingested = 0;
     int rc;
 

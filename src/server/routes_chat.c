@@ -525,6 +525,10 @@ static void openai_event(struct stream *s, const json_t *event)
         openai_send(s->req, openai_chunk(s->correlation_id, s->model,
                                          json_string_value(json_object_get(data, "text")), 0,
                                          NULL));
+    } else if (!strcmp(name, "reset")) {
+        /* OpenAI's format cannot take text back: the whole answer
+         * follows after a blank line. */
+        openai_send(s->req, openai_chunk(s->correlation_id, s->model, "\n\n", 0, NULL));
     } else if (!strcmp(name, "done")) {
         openai_send(s->req, openai_chunk(s->correlation_id, s->model, NULL, 0, "stop"));
         openai_done(s->req);

@@ -134,7 +134,8 @@ static int parse_packs(struct server *srv, const char *list, struct keel_error *
 static int ingest_samples(struct server *srv, struct keel_error *err)
 {
     for (int i = 0; i < srv->n_packs; i++) {
-        struct pipeline_options o = {srv->opt.packs_dir, srv->packs[i], srv->store, NULL, "none"};
+        struct pipeline_options o = {srv->opt.packs_dir, srv->packs[i], srv->store, NULL, "none",
+                                     {"none", NULL, NULL}};
         struct pipeline *pl = NULL;
         long n = 0;
         int rc = pipeline_new(&o, &pl, err);

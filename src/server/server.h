@@ -12,6 +12,7 @@
 #define KEEL_SERVER_SERVER_H
 
 #include "core/error.h"
+#include "llm/llm.h"
 
 struct server_options {
     const char *listen;        /* "HOST:PORT"; NULL: 127.0.0.1:8080 */
@@ -24,6 +25,7 @@ struct server_options {
     const char *providers;     /* remote paper providers, as for keel chat; may be NULL */
     const char *port_file;     /* write the bound port here once listening; may be NULL */
     int rate;                  /* requests per second per key (burst twice that); 0: 20 */
+    struct llm_options llm;    /* the model, as for keel chat; unset: each pack's and KEEL_LLM_* */
 };
 
 /* Runs the server until SIGTERM or SIGINT: then it stops accepting,

@@ -3,7 +3,10 @@
  * and one pipeline per served pack, takes turns from its queue partition,
  * and publishes on the bus what the user may see: stage lines (events of
  * level user or both), the answer in small pieces (`token`), then `done`
- * with the result's summary, or `error`.
+ * with the result's summary, or `error`. With a model, the pieces are
+ * the model's, published as they arrive; when the model fails
+ * mid-answer, `reset` says the pieces so far are void and the whole
+ * answer (extractive, with a notice) follows in pieces.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -53,6 +56,19 @@ static void time_stage(struct turn_ctx *c, const json_t *event)
         c->stage_start[i] = now_ns();
     else if (!strcmp(kind, "end") && c->stage_start[i])
         histogram_observe(&c->metrics->stages[i], (double)(now_ns() - c->stage_start[i]) / 1e6);
+}
+
+/* A piece of the model's answer as it arrives; NULL: the pieces so far
+ * are void. */
+static void on_token(void *arg, const char *text, size_t n)
+{
+    struct turn_ctx *c = arg;
+
+    if (!text)
+        bus_publish(c->bus, c->correlation_id, "reset",
+                    json_pack("{s:s}", "reason", "the model stopped; the answer follows"));
+    else
+        bus_publish(c->bus, c->correlation_id, "token", json_pack("{s:s%}", "text", text, n));
 }
 
 static void on_event(void *arg, const json_t *event)
@@ -132,6 +148,8 @@ static void run_job(struct worker *w, struct job *job)
         .event_ctx = &ctx,
         .new_conversation_id = job->new_conversation ? job->conversation_id : NULL,
         .correlation_id = job->correlation_id,
+        .on_token = on_token,
+        .token_ctx = &ctx,
     };
     struct keel_error err;
     json_t *result = NULL, *summary;
@@ -152,8 +170,9 @@ static void run_job(struct worker *w, struct job *job)
     if (!result)
         atomic_fetch_add(&srv->metrics.errors, 1);
     if (result && (summary = server_result_summary(result))) {
-        publish_tokens(srv->bus, job->correlation_id,
-                       json_string_value(json_object_get(result, "answer")));
+        if (!json_is_true(json_object_get(result, "streamed")))
+            publish_tokens(srv->bus, job->correlation_id,
+                           json_string_value(json_object_get(result, "answer")));
         bus_publish(srv->bus, job->correlation_id, "done", json_incref(summary));
         bus_finish(srv->bus, job->correlation_id, summary, NULL, keel_clock_now());
     } else {
@@ -202,7 +221,7 @@ int workers_start(struct server *srv, struct keel_error *err)
             return rc;
         for (int p = 0; p < srv->n_packs; p++) {
             struct pipeline_options o = {srv->opt.packs_dir, srv->packs[p], w->store, NULL,
-                                         srv->opt.providers};
+                                         srv->opt.providers, srv->opt.llm};
             if ((rc = pipeline_new(&o, &w->pl[p], err)))
                 return rc;
         }
