@@ -26,6 +26,7 @@
  * cut off — leaves the extractive answer with a notice: the turn still
  * completes and is stored, and the decision log says what happened.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -339,6 +340,20 @@ static int set_answer_log(struct turn *t, const char *status, const char *source
                                          (json_int_t)(reply ? reply->elapsed_ms : 0)));
 }
 
+/* Whether `text` cites one of the turn's sources as "[n]". */
+static int cites_a_source(const struct turn *t, const char *text)
+{
+    size_t n = json_array_size(t->sources);
+
+    for (const char *p = strchr(text, '['); p; p = strchr(p + 1, '[')) {
+        char *end;
+        long k = strtol(p + 1, &end, 10);
+        if (end > p + 1 && *end == ']' && k >= 1 && (size_t)k <= n)
+            return 1;
+    }
+    return 0;
+}
+
 /* Asks the model to write the answer from the results, streaming. */
 static int phrase(struct turn *t, struct keel_buf *extractive, struct keel_error *err)
 {
@@ -377,11 +392,23 @@ static int phrase(struct turn *t, struct keel_buf *extractive, struct keel_error
             rc = oom(err);
     } else {
         size_t before = t->answer.len;
-        if (t->provider_reports && compose_providers_note(t, &t->answer) == KEEL_OK &&
-            t->answer.len > before && t->req->on_token)
+        int uncited = t->forced_tool_ran && json_array_size(t->sources) &&
+                      !cites_a_source(t, t->answer.data + before - reply.text.len);
+        /* The policy's search found sources and the model's text names
+         * none of them (it asked a question, or talked past them): the
+         * results are shown all the same. */
+        if (uncited)
+            pass(&w, "\n\n", 2), pass(&w, extractive->data, extractive->len);
+        else if (t->provider_reports)
+            compose_providers_note(t, &t->answer);
+        if (t->answer.len > before && t->req->on_token && !uncited)
             t->req->on_token(t->req->token_ctx, t->answer.data + before, t->answer.len - before);
         t->streamed = t->req->on_token != NULL;
-        if (set_answer_log(t, "ok", "model", &reply))
+        if (set_answer_log(t, "ok", "model", &reply) ||
+            (uncited && json_object_set_new(json_object_get(t->model_log, "answer"),
+                                            "extractive_appended",
+                                            json_string("the model cited none of the sources "
+                                                        "the policy's search found"))))
             rc = oom(err);
     }
     llm_reply_release(&reply);

@@ -37,6 +37,14 @@ expect_json() {
     [ "$got" = "$2" ] || fail "jq '$1' gave $got, expected $2"
 }
 
+# bg_track PID: a process the test started. A test that fails before
+# stopping it must not leave it running: each test runs in a subshell,
+# whose EXIT trap stops every tracked process.
+bg_track() {
+    BG_PIDS="${BG_PIDS:-} $1"
+    trap 'kill -TERM $BG_PIDS 2>/dev/null || true' EXIT
+}
+
 # ---- keel serve (t_serve.sh, t_openai.sh) ----
 
 J='Content-Type: application/json'
@@ -50,9 +58,7 @@ serve_start() {
     "$KEEL" serve --auth "${SERVE_AUTH:-none}" --listen 127.0.0.1:0 --db "$db" \
         --port-file "$TMP/serve.port" "$@" > "$TMP/serve.out" 2> "$TMP/serve.err" &
     SERVE_PID=$!
-    # A test that fails before serve_stop must not leave its server running:
-    # each test runs in a subshell, whose EXIT trap stops it.
-    trap 'kill -TERM "$SERVE_PID" 2>/dev/null || true' EXIT
+    bg_track "$SERVE_PID"
     i=0
     while [ ! -s "$TMP/serve.port" ]; do
         i=$((i + 1))

@@ -28,6 +28,8 @@ fi
 passed=0
 failed=0
 for file in "$here"/t_*.sh; do
+    # BLACKBOX_ONLY=t_llm runs one file's tests (while working on it).
+    case "$(basename "$file" .sh)" in ${BLACKBOX_ONLY:-*}) ;; *) continue ;; esac
     . "$file"
     for t in $(grep -o '^test_[a-z0-9_]*' "$file"); do
         # Not inside `if`: the shell ignores set -e there, and then only a

@@ -26,7 +26,7 @@ fake_start() {
     rm -f "$TMP/fake.port" "$TMP/fake.log"
     "$FAKE_HTTP" --port-file "$TMP/fake.port" --log "$TMP/fake.log" "$@" &
     FAKE_PID=$!
-    trap 'kill "$FAKE_PID" 2>/dev/null || true' EXIT   # also when the test fails early
+    bg_track "$FAKE_PID"   # stopped also when the test fails early
     i=0
     while [ ! -s "$TMP/fake.port" ]; do
         i=$((i + 1))
