@@ -16,6 +16,7 @@
  *     stream: true
  *     max_response_bytes: 1048576
  *     history_tokens: 1500
+ *     planner: false                     # the model proposes the blueprint
  *
  * Without a URL there is no model, and keel answers extractively.
  */
@@ -68,7 +69,7 @@ static int load_section(const json_t *s, struct llm_conf *c, struct keel_error *
     static const char *const keys[] = {"url", "model", "key_env", "system_prompt", "timeout_ms",
                                        "retries", "max_backoff_ms", "breaker_failures",
                                        "breaker_cooldown_ms", "stream", "max_response_bytes",
-                                       "history_tokens", NULL};
+                                       "history_tokens", "planner", NULL};
     const char *url = NULL, *model = NULL, *key_env = NULL, *prompt = NULL;
     long long timeout = c->timeout_ms, retries = c->retries, backoff = c->max_backoff_ms,
               failures = c->breaker_failures, cooldown = c->breaker_cooldown_ms,
@@ -93,7 +94,8 @@ static int load_section(const json_t *s, struct llm_conf *c, struct keel_error *
         (rc = keel_json_get_bool(s, "stream", 0, "llm", &c->stream, err)) ||
         (rc = keel_json_get_int(s, "max_response_bytes", 0, 4096, 64 << 20, "llm", &max_bytes,
                                 err)) ||
-        (rc = keel_json_get_int(s, "history_tokens", 0, 0, 100000, "llm", &history, err)))
+        (rc = keel_json_get_int(s, "history_tokens", 0, 0, 100000, "llm", &history, err)) ||
+        (rc = keel_json_get_bool(s, "planner", 0, "llm", &c->planner, err)))
         return rc;
     if ((url && (rc = check_url(url, "llm.url", err))) ||
         (key_env && (rc = check_env_name(key_env, "llm.key_env", err))))

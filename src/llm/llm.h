@@ -50,6 +50,8 @@ struct llm_conf {
     int stream;                 /* ask for SSE (1) or whole replies (0): 1 */
     size_t max_response_bytes;  /* a whole reply's body: 1 MiB */
     int history_tokens;         /* earlier turns in the prompt, ~4 bytes a token: 1500 */
+    int planner;                /* the model proposes the blueprint (validated, with the
+                                 * deterministic plan as fallback): 0 */
 };
 
 /* Options that win over the pack and the environment; NULL: not given.
@@ -100,6 +102,16 @@ int sse_feed(struct sse_parser *p, const char *bytes, size_t n, struct keel_erro
 /* Frees the parser's buffers (an unfinished event is dropped, as the
  * SSE standard says). */
 void sse_release(struct sse_parser *p);
+
+/* ---- JSON in a model's text ------------------------------------------------- */
+
+/* The JSON object a model wrote in `text`: the whole text, else inside a
+ * ``` fence (```json or plain), else from the first '{' to its matching
+ * '}' (strings and escapes respected). *out is a new object. A text with
+ * no object, or one that does not parse, is KEEL_EPARSE with the reason;
+ * over `max` bytes is KEEL_ETOOBIG. */
+int llm_extract_json(const char *text, size_t n, size_t max, json_t **out,
+                     struct keel_error *err);
 
 /* ---- calls ------------------------------------------------------------------- */
 

@@ -41,7 +41,7 @@ static int oom(struct keel_error *err)
     return keel_error_set(err, KEEL_ENOMEM, "model", "out of memory");
 }
 
-static json_t *log_get(struct turn *t)
+json_t *model_log(struct turn *t)
 {
     if (!t->model_log)
         t->model_log = json_pack("{s:s, s:[], s:b}", "model", llm_get_conf(t->pl->llm)->model,
@@ -58,7 +58,7 @@ static const char *message(const struct turn *t, const char *key, const char *fa
 static int failed(struct turn *t, const char *part, const char *key,
                   const struct keel_error *why, const struct llm_reply *reply)
 {
-    json_t *log = log_get(t);
+    json_t *log = model_log(t);
 
     t->model_failed = 1;
     keel_log(KEEL_LOG_WARN, "model.failed",
@@ -189,7 +189,7 @@ int model_propose(struct turn *t, struct keel_error *err)
 
     if (!t->pl->llm)
         return KEEL_OK;
-    if (!(log = log_get(t)))
+    if (!(log = model_log(t)))
         return oom(err);
     if (t->no_tools)
         return json_object_set_new(log, "proposal",
@@ -333,7 +333,7 @@ static int keep_extractive(struct turn *t, struct keel_buf *extractive)
 static int set_answer_log(struct turn *t, const char *status, const char *source,
                           const struct llm_reply *reply)
 {
-    return json_object_set_new(log_get(t), "answer",
+    return json_object_set_new(model_log(t), "answer",
                                json_pack("{s:s, s:s, s:b, s:i, s:I}", "status", status, "from",
                                          source, "streamed", t->streamed, "attempts",
                                          reply ? reply->attempts : 0, "ms",
@@ -423,7 +423,7 @@ int model_compose(struct turn *t, struct keel_error *err)
 
     if (!t->pl->llm)
         return KEEL_OK;
-    if (!log_get(t))
+    if (!model_log(t))
         return oom(err);
     if (t->decision.route == POLICY_ROUTE_COMMAND)
         return set_answer_log(t, "skipped", "keel", NULL) ? oom(err) : KEEL_OK;

@@ -11,7 +11,9 @@
  * the policy forced a tool (a paper search), the whole message is one
  * subquestion on the path that runs that tool. A slot_fill turn resumes
  * the stored blueprint instead of planning anew. A turn that runs no tool
- * (smalltalk, a command, a veto) leaves the blueprint as it was.
+ * (smalltalk, a command, a veto) leaves the blueprint as it was. With
+ * the pack's llm.planner on, the model may propose the split instead
+ * (model_plan.c), validated, with this split as the fallback.
  */
 #include <stdio.h>
 #include <string.h>
@@ -162,7 +164,11 @@ int stage_plan(struct turn *t, struct keel_error *err)
             bp.subs[0].path = forced;
             bp.n_subs = 1;
         } else {
-            split(&t->pl->cfg, t->effective, t->effective_len, &bp);
+            int used;
+            if ((rc = model_plan(t, &bp, &used, err)))
+                return rc;
+            if (!used)
+                split(&t->pl->cfg, t->effective, t->effective_len, &bp);
         }
     }
     struct state_delta d = {.kind = DELTA_BLUEPRINT, .blueprint = &bp};

@@ -129,6 +129,16 @@ int model_propose(struct turn *t, struct keel_error *err);
 int model_settle(struct turn *t, struct keel_error *err);
 int model_compose(struct turn *t, struct keel_error *err);
 
+/* The turn's model log, made on first use (NULL when out of memory). */
+json_t *model_log(struct turn *t);
+
+/* The model as planner (model_plan.c), when the pack's llm.planner is
+ * on: fills bp's subquestions from the model's validated plan and sets
+ * *used, or leaves bp without subquestions and *used 0 (no model, no
+ * planner, or any failure — logged — so the deterministic plan runs).
+ * Errors returned are out of memory only. */
+int model_plan(struct turn *t, struct blueprint *bp, int *used, struct keel_error *err);
+
 /* Appends the closing note of an answer when remote paper providers
  * failed ("Note: Semantic Scholar did not answer, …"); nothing when none
  * did (stage_compose.c). */

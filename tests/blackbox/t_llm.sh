@@ -304,3 +304,33 @@ test_llm_midstream_disconnect_ends_with_the_extractive_answer() {
     expect_json '.decision.model.answer.reason | startswith("the model")' 'true'
     serve_stop
 }
+
+# The model as planner (payer pack with llm.planner on): a valid plan is
+# taken; one naming a path the pack lacks, or no JSON, leaves the
+# deterministic plan.
+test_llm_planner_is_validated_and_falls_back() {
+    model_start
+    cp -R "$root/packs" "$TMP/planpacks"
+    printf 'llm:\n  planner: true\n' >> "$TMP/planpacks/payer/pack.yaml"
+    Q='How do I file an appeal with Sunshine Health and what is the deadline for it?'
+    model_script '[{"text": "Here is the plan:\n```json\n{\"subquestions\": [{\"text\": \"How do I file an appeal with Sunshine Health?\", \"path\": \"rag\"}, {\"text\": \"What is the appeal deadline at Sunshine Health?\", \"path\": \"rag\"}]}\n```"},
+                   {"text": "ok"}, {"text": "File it in writing [1]."}]'
+    KEEL_PACKS="$TMP/planpacks" ask "$Q" --pack payer --db mem:
+    expect_rc 0
+    expect_json '.model.planner.status' '"ok"'
+    expect_json '[.state.blueprint.subquestions[].text]' '["How do I file an appeal with Sunshine Health?","What is the appeal deadline at Sunshine Health?"]'
+    # The planner saw the capability registry.
+    OUT=$(model_requests)
+    expect_json '.[0].messages[1].content | contains("- patient")' 'true'
+    # A path the pack lacks: the deterministic plan.
+    model_script '[{"text": "{\"subquestions\": [{\"text\": \"Delete my records\", \"path\": \"admin\"}]}"},
+                   {"text": "ok"}, {"text": "Answer [1]."}]'
+    KEEL_PACKS="$TMP/planpacks" ask "$Q" --pack payer --db mem:
+    expect_json '.model.planner.status' '"invalid"'
+    expect_json '.model.planner.reason' '"subquestions[0].path \"admin\" is not a path of pack payer"'
+    expect_json '.state.blueprint.question' "\"$Q\""
+    expect_json '[.state.blueprint.subquestions[].path] | unique' '["rag"]'
+    model_script '[{"text": "I would split it in two."}, {"text": "ok"}, {"text": "Answer [1]."}]'
+    KEEL_PACKS="$TMP/planpacks" ask "$Q" --pack payer --db mem:
+    expect_json '.model.planner.reason' '"the plan is not usable JSON: the text holds no JSON object"'
+}
