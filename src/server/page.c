@@ -102,6 +102,7 @@ const char server_page[] =
     " stages.appendChild(el('div', null, d.message)); });\n"
     "    es.addEventListener('token', (e) => { answer.hidden = false;"
     " answer.textContent += JSON.parse(e.data).text; });\n"
+    "    es.addEventListener('reset', () => { answer.textContent = ''; });\n"
     "    es.addEventListener('done', (e) => { const d = JSON.parse(e.data);"
     " answer.hidden = false; answer.textContent = d.answer; showSources(turn, d.sources);"
     " turn.dataset.done = '1'; es.close(); resolve(); });\n"
