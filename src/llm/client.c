@@ -199,14 +199,32 @@ static void set_finish(struct attempt *a, const json_t *choice)
     }
 }
 
+/* The text and tool calls of a stream's delta or of a whole reply's
+ * message (whose calls come in order, without an index). */
+static int read_message(struct attempt *a, const json_t *msg)
+{
+    const json_t *content = json_object_get(msg, "content"), *call;
+    int rc = json_is_string(content)
+                 ? add_text(a, json_string_value(content), json_string_length(content))
+                 : KEEL_OK;
+    size_t i;
+
+    json_array_foreach(json_object_get(msg, "tool_calls"), i, call) {
+        const json_t *index = json_object_get(call, "index");
+        if (rc)
+            break;
+        rc = add_tool(a, json_is_integer(index) ? (int)json_integer_value(index) : (int)i, call);
+    }
+    return rc;
+}
+
 /* One chat.completion.chunk. */
 static int on_event(void *ctx, const char *event, const char *data, size_t n,
                     struct keel_error *err)
 {
     struct attempt *a = ctx;
-    const json_t *choice, *delta, *calls, *call;
+    const json_t *choice;
     json_t *chunk = NULL;
-    size_t i;
     int rc;
 
     (void)event;
@@ -226,18 +244,7 @@ static int on_event(void *ctx, const char *event, const char *data, size_t n,
         return rc;
     }
     choice = json_array_get(json_object_get(chunk, "choices"), 0);
-    delta = json_object_get(choice, "delta");
-    rc = KEEL_OK;
-    if (json_is_string(json_object_get(delta, "content")))
-        rc = add_text(a, json_string_value(json_object_get(delta, "content")),
-                      json_string_length(json_object_get(delta, "content")));
-    calls = json_object_get(delta, "tool_calls");
-    json_array_foreach(calls, i, call) {
-        if (rc)
-            break;
-        json_t *index = json_object_get(call, "index");
-        rc = add_tool(a, json_is_integer(index) ? (int)json_integer_value(index) : (int)i, call);
-    }
+    rc = read_message(a, json_object_get(choice, "delta"));
     set_finish(a, choice);
     json_decref(chunk);
     if (rc)
@@ -248,11 +255,10 @@ static int on_event(void *ctx, const char *event, const char *data, size_t n,
 /* A whole chat.completion. */
 static int read_whole(struct attempt *a)
 {
-    const json_t *choice, *msg, *content, *calls, *call;
+    const json_t *choice, *msg;
     json_t *doc = NULL;
     struct keel_error perr;
-    size_t i;
-    int rc = KEEL_OK;
+    int rc;
 
     keel_error_clear(&perr);
     if (keel_json_parse(a->body.data, a->body.len, a->body.max, "reply", &doc, &perr))
@@ -270,15 +276,7 @@ static int read_whole(struct attempt *a)
         return keel_error_set(&a->err, KEEL_EIO, "llm",
                               "the reply has no choices[0].message: not a chat completion");
     }
-    content = json_object_get(msg, "content");
-    if (json_is_string(content))
-        rc = add_text(a, json_string_value(content), json_string_length(content));
-    calls = json_object_get(msg, "tool_calls");
-    json_array_foreach(calls, i, call) {
-        if (rc)
-            break;
-        rc = add_tool(a, (int)i, call);
-    }
+    rc = read_message(a, msg);
     set_finish(a, choice);
     a->done = 1;
     json_decref(doc);
