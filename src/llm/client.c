@@ -150,6 +150,21 @@ static int add_text(struct attempt *a, const char *text, size_t n)
     return KEEL_OK;
 }
 
+/* Copies `src` into `dst` of `cap` bytes, cut before a character that
+ * does not fit (a model's names are UTF-8 of any length). */
+static void copy_utf8(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+
+    if (n >= cap) {
+        n = cap - 1;
+        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+            n--;
+    }
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 /* Adds a piece of tool call `index` (a stream's delta or a whole call). */
 static int add_tool(struct attempt *a, int index, const json_t *call)
 {
@@ -165,9 +180,9 @@ static int add_tool(struct attempt *a, int index, const json_t *call)
         keel_buf_init(&a->tools[a->n_tools++].args, LLM_ARGS_MAX);
     t = &a->tools[index];
     if (id)
-        snprintf(t->id, sizeof(t->id), "%s", id);
-    if (name)
-        snprintf(t->name + strlen(t->name), sizeof(t->name) - strlen(t->name), "%s", name);
+        copy_utf8(t->id, sizeof(t->id), id);
+    if (name)   /* sent once, in the call's first delta; a repeat replaces it */
+        copy_utf8(t->name, sizeof(t->name), name);
     if (json_is_string(args)) {
         if (keel_buf_add(&t->args, json_string_value(args), json_string_length(args)))
             return keel_error_set(&a->err, KEEL_ETOOBIG, "llm",
@@ -464,12 +479,18 @@ int llm_chat(struct llm *llm, const json_t *body, llm_token_fn on_token, void *c
     char *text;
     int rc = KEEL_OK;
 
-    if (!llm_breaker_allow(c->url, &wait_s))
+    if (!json_is_object(body))
+        return keel_error_set(err, KEEL_EINVAL, "body", "must be a JSON object");
+    /* Made before the breaker is asked: a probe it lets out must end
+     * in llm_breaker_record. */
+    if (!(text = request_body(llm, body)))
+        return keel_error_set(err, KEEL_ENOMEM, "llm", "out of memory");
+    if (!llm_breaker_allow(c->url, &wait_s)) {
+        keel_free(text);
         return keel_error_set(err, KEEL_EIO, "llm",
                               "the model server failed %d times in a row; not asking it for "
                               "another %ld s", c->breaker_failures, wait_s);
-    if (!(text = request_body(llm, body)))
-        return keel_error_set(err, KEEL_ENOMEM, "llm", "out of memory");
+    }
     headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, c->stream ? "Accept: text/event-stream"
                                                    : "Accept: application/json");

@@ -45,7 +45,9 @@ static int set_string(char **dst, const char *value, int url)
 
 static int check_url(const char *url, const char *field, struct keel_error *err)
 {
-    if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+    size_t scheme = !strncmp(url, "http://", 7) ? 7 : !strncmp(url, "https://", 8) ? 8 : 0;
+
+    if (!scheme || !url[scheme] || url[scheme] == '/')
         return keel_error_set(err, KEEL_EINVAL, field,
                               "must be an http:// or https:// URL (the server's /v1), not \"%.80s\"",
                               url);

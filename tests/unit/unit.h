@@ -40,6 +40,7 @@ Suite *suite_store_conv(void);
 Suite *suite_pipeline(void);
 Suite *suite_ingest(void);
 Suite *suite_providers(void);
+Suite *suite_llm(void);
 Suite *suite_server(void);
 
 #endif
