@@ -432,7 +432,7 @@ static enum outcome attempt_once(struct llm *llm, const char *body, struct curl_
     if (a->status == 429 || a->status >= 500) {
         keel_error_set(err, KEEL_EIO, "llm", "the model server answered HTTP %ld%s%.160s",
                        a->status, a->body.len ? ": " : "", a->body.data);
-        return a->reply->streamed ? FAIL : RETRY;
+        return RETRY;   /* nothing was passed on: a non-200 body is never text */
     }
     if (a->status != 200) {
         keel_error_set(err, KEEL_EIO, "llm", "the model server answered HTTP %ld%s%.200s",
