@@ -12,7 +12,7 @@
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/log.h"
-#include "text/utf8.h"
+#include "core/utf8.h"
 
 #define MAX_TOOL_ARGS 64
 #define TOPIC_MAX 256

@@ -2,6 +2,7 @@
  * error.c — names for keel_result codes and the fixed-size error struct.
  */
 #include "core/error.h"
+#include "core/utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -66,6 +67,11 @@ int keel_error_set(struct keel_error *err, int code, const char *field,
     va_start(ap, fmt);
     vsnprintf(err->message, sizeof(err->message), fmt, ap);
     va_end(ap);
+    /* Messages quote input (a file's bytes, a server's error page) and
+     * are cut at a fixed size: they stay well-formed UTF-8, so any of
+     * them can go into JSON. */
+    utf8_clean(err->field);
+    utf8_clean(err->message);
     return code;
 }
 

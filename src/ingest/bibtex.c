@@ -30,7 +30,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "ingest/ingest.h"
-#include "text/utf8.h"
+#include "core/utf8.h"
 
 #define VALUE_MAX  (64 * 1024)
 #define FIELDS_MAX 512

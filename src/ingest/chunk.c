@@ -12,7 +12,7 @@
 
 #include "core/alloc.h"
 #include "core/buf.h"
-#include "text/utf8.h"
+#include "core/utf8.h"
 
 #define MAX_HEADING_DEPTH 6
 #define MAX_HEADING 256      /* bytes of one heading; longer ones are cut */

@@ -15,7 +15,7 @@
 #include "core/buf.h"
 #include "core/file.h"
 #include "pack/yaml_json.h"
-#include "text/utf8.h"
+#include "core/utf8.h"
 
 #define MAX_FILES 100000
 #define MAX_DEPTH 16

@@ -22,6 +22,7 @@
 
 #define BACKOFF_FIRST_MS 250
 #define ERROR_BODY_MAX 4096
+#define CALL_TIMEOUTS 10          /* a whole call: at most this many timeout_ms */
 
 struct llm {
     struct llm_conf conf;
@@ -45,6 +46,7 @@ struct attempt {
     int decided;                    /* status and content type looked at */
     int done;                       /* [DONE] or a finish_reason seen */
     long retry_after_s;
+    long last_byte_ms;              /* monotonic: when the server last sent anything */
     struct sse_parser parser;
     struct keel_buf body;           /* a whole reply, or an error body */
     struct call_tool tools[LLM_TOOL_CALLS_MAX];
@@ -216,7 +218,7 @@ static void set_finish(struct attempt *a, const json_t *choice)
 
 /* The text and tool calls of a stream's delta or of a whole reply's
  * message (whose calls come in order, without an index). */
-static int read_message(struct attempt *a, const json_t *msg)
+static int read_message(struct attempt *a, const json_t *msg, int stream)
 {
     const json_t *content = json_object_get(msg, "content"), *call;
     int rc = json_is_string(content)
@@ -226,9 +228,20 @@ static int read_message(struct attempt *a, const json_t *msg)
 
     json_array_foreach(json_object_get(msg, "tool_calls"), i, call) {
         const json_t *index = json_object_get(call, "index");
+        const char *id = json_string_value(json_object_get(call, "id"));
+        int k = (int)i;
         if (rc)
             break;
-        rc = add_tool(a, json_is_integer(index) ? (int)json_integer_value(index) : (int)i, call);
+        if (json_is_integer(index)) {
+            k = (int)json_integer_value(index);
+        } else if (stream) {
+            /* No index (some servers send one call per chunk): a new id
+             * starts a new call, pieces without one continue the last. */
+            k = a->n_tools ? a->n_tools - 1 : 0;
+            if (id && a->n_tools && strcmp(id, a->tools[k].id))
+                k = a->n_tools;
+        }
+        rc = add_tool(a, k, call);
     }
     return rc;
 }
@@ -259,7 +272,7 @@ static int on_event(void *ctx, const char *event, const char *data, size_t n,
         return rc;
     }
     choice = json_array_get(json_object_get(chunk, "choices"), 0);
-    rc = read_message(a, json_object_get(choice, "delta"));
+    rc = read_message(a, json_object_get(choice, "delta"), 1);
     set_finish(a, choice);
     json_decref(chunk);
     if (rc)
@@ -291,7 +304,7 @@ static int read_whole(struct attempt *a)
         return keel_error_set(&a->err, KEEL_EIO, "llm",
                               "the reply has no choices[0].message: not a chat completion");
     }
-    rc = read_message(a, msg);
+    rc = read_message(a, msg, 0);
     set_finish(a, choice);
     a->done = 1;
     json_decref(doc);
@@ -316,6 +329,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
     struct attempt *a = arg;
     size_t n = size * nmemb;
 
+    a->last_byte_ms = mono_ms();
     if (!a->decided)
         decide(a);
     if (a->sse)
@@ -335,6 +349,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
     struct attempt *a = arg;
     size_t n = size * nmemb;
 
+    a->last_byte_ms = mono_ms();
     if (n > 12 && !strncasecmp(data, "Retry-After:", 12)) {
         char value[32];
         size_t k = n - 12 < sizeof(value) - 1 ? n - 12 : sizeof(value) - 1;
@@ -358,7 +373,7 @@ static int collect_tools(struct attempt *a)
         char id[32];
         if (!t->name[0])
             continue;   /* an index the model never named */
-        snprintf(id, sizeof(id), "call_%d", i);
+        snprintf(id, sizeof(id), "call%05d", i + 1);   /* 9 letters and digits */
         if (json_array_append_new(a->reply->tool_calls,
                                   json_pack("{s:s, s:s, s:s#}", "id", t->id[0] ? t->id : id,
                                             "name", t->name, "arguments", t->args.data,
@@ -379,12 +394,51 @@ static void attempt_release(struct attempt *a)
 
 enum outcome { DONE, RETRY, FAIL };
 
+/* Runs the transfer, ending it when the server stays silent — before its
+ * first byte or between two — for longer than `silence_ms` (*silent set);
+ * a long answer that keeps coming is not cut. */
+static CURLcode perform(struct attempt *a, long silence_ms, int *silent)
+{
+    CURLM *m = curl_multi_init();
+    CURLcode code = CURLE_OK;
+    CURLMsg *msg;
+    int running = 1, left;
+
+    if (!m || curl_multi_add_handle(m, a->easy) != CURLM_OK) {
+        if (m)
+            curl_multi_cleanup(m);
+        return CURLE_OUT_OF_MEMORY;
+    }
+    a->last_byte_ms = mono_ms();
+    while (running) {
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            code = CURLE_RECV_ERROR;
+            break;
+        }
+        if (!running)
+            break;
+        if (mono_ms() - a->last_byte_ms > silence_ms) {
+            *silent = 1;
+            code = CURLE_OPERATION_TIMEDOUT;
+            break;
+        }
+        curl_multi_poll(m, NULL, 0, 50, NULL);
+    }
+    while (!*silent && (msg = curl_multi_info_read(m, &left)))
+        if (msg->msg == CURLMSG_DONE)
+            code = msg->data.result;
+    curl_multi_remove_handle(m, a->easy);
+    curl_multi_cleanup(m);
+    return code;
+}
+
 /* One HTTP attempt. */
 static enum outcome attempt_once(struct llm *llm, const char *body, struct curl_slist *headers,
                                  struct attempt *a, struct keel_error *err)
 {
     const struct llm_conf *c = &llm->conf;
     CURLcode code;
+    int silent = 0;
     char curl_msg[CURL_ERROR_SIZE] = "";
 
     if (!(a->easy = curl_easy_init())) {
@@ -397,7 +451,8 @@ static enum outcome attempt_once(struct llm *llm, const char *body, struct curl_
     curl_easy_setopt(a->easy, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(a->easy, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(a->easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+    /* timeout_ms bounds each silence (perform); a whole call, ten times it. */
+    curl_easy_setopt(a->easy, CURLOPT_TIMEOUT_MS, c->timeout_ms * CALL_TIMEOUTS);
     curl_easy_setopt(a->easy, CURLOPT_CONNECTTIMEOUT_MS,
                      c->timeout_ms < 10000 ? c->timeout_ms : 10000L);
     curl_easy_setopt(a->easy, CURLOPT_WRITEFUNCTION, on_body);
@@ -406,7 +461,7 @@ static enum outcome attempt_once(struct llm *llm, const char *body, struct curl_
     curl_easy_setopt(a->easy, CURLOPT_HEADERDATA, a);
     curl_easy_setopt(a->easy, CURLOPT_ERRORBUFFER, curl_msg);
     curl_easy_setopt(a->easy, CURLOPT_USERAGENT, "keel");
-    code = curl_easy_perform(a->easy);
+    code = perform(a, c->timeout_ms, &silent);
     if (!a->decided && code == CURLE_OK)
         decide(a);   /* an empty body */
     curl_easy_cleanup(a->easy);
@@ -418,9 +473,15 @@ static enum outcome attempt_once(struct llm *llm, const char *body, struct curl_
         return FAIL;
     }
     if (code != CURLE_OK) {
-        if (code == CURLE_OPERATION_TIMEDOUT)
+        if (silent && !a->decided)
             keel_error_set(err, KEEL_EIO, "llm", "the model did not answer within %ld ms",
                            c->timeout_ms);
+        else if (silent)
+            keel_error_set(err, KEEL_EIO, "llm", "the model's stream stalled for %ld ms",
+                           c->timeout_ms);
+        else if (code == CURLE_OPERATION_TIMEDOUT)
+            keel_error_set(err, KEEL_EIO, "llm", "the model did not finish within %ld ms",
+                           c->timeout_ms * CALL_TIMEOUTS);
         else if (a->reply->streamed || a->sse)
             keel_error_set(err, KEEL_EIO, "llm", "the model's stream broke off: %s",
                            curl_msg[0] ? curl_msg : curl_easy_strerror(code));
@@ -522,7 +583,12 @@ int llm_chat(struct llm *llm, const json_t *body, llm_token_fn on_token, void *c
         keel_buf_reset(&reply->text);
     }
     reply->elapsed_ms = mono_ms() - start;
-    llm_breaker_record(c->url, rc == KEEL_OK, c->breaker_failures, c->breaker_cooldown_ms);
+    /* A server that refuses one request (4xx but 429) is up: that does
+     * not count against it for every other user. */
+    llm_breaker_record(c->url,
+                       rc == KEEL_OK || (reply->http_status >= 400 && reply->http_status < 500 &&
+                                         reply->http_status != 429),
+                       c->breaker_failures, c->breaker_cooldown_ms);
     curl_slist_free_all(headers);
     keel_free(text);
     return rc;

@@ -32,6 +32,7 @@
 #include "core/alloc.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/utf8.h"
 #include "pipeline/turn.h"
 
 #define PROPOSAL_TEXT_MAX 4000   /* bytes of the proposal's text kept in the log */
@@ -55,12 +56,21 @@ static const char *message(const struct turn *t, const char *key, const char *fa
 }
 
 /* The model could not be used: a user-level event and the log. */
+/* The server refused this request (400, 404, 422: a parameter it does
+ * not take, an unknown model): it is up, and a request without tools may
+ * still work. */
+static int refused_request(const struct llm_reply *reply)
+{
+    return reply->http_status >= 400 && reply->http_status < 500 && reply->http_status != 429;
+}
+
 static int failed(struct turn *t, const char *part, const char *key,
                   const struct keel_error *why, const struct llm_reply *reply)
 {
     json_t *log = model_log(t);
+    int refused = refused_request(reply) && !strcmp(part, "proposal");
 
-    t->model_failed = 1;
+    t->model_failed |= !refused;   /* a refused proposal: the answer is still asked for */
     keel_log(KEEL_LOG_WARN, "model.failed",
              json_pack("{s:s, s:s, s:s, s:i, s:I}", "correlation_id", t->correlation_id, "call",
                        part, "reason", why->message, "attempts", reply->attempts, "http_status",
@@ -72,7 +82,7 @@ static int failed(struct turn *t, const char *part, const char *key,
                                               (json_int_t)reply->http_status, "ms",
                                               (json_int_t)reply->elapsed_ms)))
         return KEEL_ENOMEM;
-    return turn_emit(t, "error", key, json_pack("{s:s}", "reason", why->message),
+    return turn_emit(t, "error", refused ? NULL : key, json_pack("{s:s}", "reason", why->message),
                      "the model failed: %s", why->message);
 }
 
@@ -191,6 +201,11 @@ int model_propose(struct turn *t, struct keel_error *err)
         return KEEL_OK;
     if (!(log = model_log(t)))
         return oom(err);
+    if (t->model_failed)   /* the planner found the server down */
+        return json_object_set_new(log, "proposal",
+                                   json_pack("{s:s, s:s}", "status", "skipped", "reason",
+                                             "the model failed earlier in this turn"))
+                   ? oom(err) : KEEL_OK;
     if (t->no_tools)
         return json_object_set_new(log, "proposal",
                                    json_pack("{s:s, s:s}", "status", "skipped", "reason",
@@ -234,8 +249,10 @@ int model_propose(struct turn *t, struct keel_error *err)
     if (!rc && json_object_set_new(log, "proposal",
                                    json_pack("{s:s, s:s#, s:O, s:i, s:I, s:s}", "status", "ok",
                                              "text", reply.text.data,
-                                             (int)(reply.text.len < PROPOSAL_TEXT_MAX
-                                                       ? reply.text.len : PROPOSAL_TEXT_MAX),
+                                             (int)utf8_valid_prefix(
+                                                 reply.text.data,
+                                                 reply.text.len < PROPOSAL_TEXT_MAX
+                                                     ? reply.text.len : PROPOSAL_TEXT_MAX),
                                              "tools_offered", names, "attempts", reply.attempts,
                                              "ms", (json_int_t)reply.elapsed_ms, "finish_reason",
                                              reply.finish_reason)))
@@ -316,6 +333,17 @@ static void on_token(void *ctx, const char *text, size_t n)
     pass(ctx, text, n);
 }
 
+/* Appends "\n\n" and `text` when they fit; an answer at its cap goes
+ * out without (it is not worth failing the turn over). */
+static void add_notice(struct turn *t, struct keel_buf *b, const char *text)
+{
+    size_t len = b->len;
+
+    (void)t;
+    if (keel_buf_addf(b, "\n\n%s", text))
+        keel_buf_truncate(b, len);
+}
+
 /* The extractive answer stays, with a closing notice. */
 static int keep_extractive(struct turn *t, struct keel_buf *extractive)
 {
@@ -324,9 +352,9 @@ static int keep_extractive(struct turn *t, struct keel_buf *extractive)
                                  "taken directly from the sources.");
 
     keel_buf_reset(&t->answer);
-    if (keel_buf_add(&t->answer, extractive->data, extractive->len) ||
-        keel_buf_addf(&t->answer, "\n\n%s", notice))
-        return KEEL_ENOMEM;
+    if (keel_buf_add(&t->answer, extractive->data, extractive->len))
+        return KEEL_ENOMEM;   /* it fitted before: memory */
+    add_notice(t, &t->answer, notice);
     return KEEL_OK;
 }
 
@@ -354,19 +382,39 @@ static int cites_a_source(const struct turn *t, const char *text)
     return 0;
 }
 
+static int has_tool_calls(const json_t *messages)
+{
+    const json_t *m;
+    size_t i;
+
+    json_array_foreach(messages, i, m)
+        if (json_object_get(m, "tool_calls"))
+            return 1;
+    return 0;
+}
+
 /* Asks the model to write the answer from the results, streaming. */
 static int phrase(struct turn *t, struct keel_buf *extractive, struct keel_error *err)
 {
     struct writing w = {t, 0, 0};
     struct llm_reply reply;
     struct keel_error lerr;
-    json_t *messages = prompt_messages(t, 1, err), *body;
+    json_t *messages = prompt_messages(t, 1, err), *body, *tools;
     int rc = KEEL_OK;
 
     if (!messages)
         return err->code;
-    if (!(body = json_pack("{s:o}", "messages", messages)))
+    if (!(body = json_pack("{s:o}", "messages", messages)) || !(tools = prompt_tools(t))) {
+        json_decref(body);
         return oom(err);
+    }
+    /* The results come as tool messages; some servers take those only
+     * with the tools declared, so they are, with none to be called. */
+    if (json_array_size(tools) && has_tool_calls(messages)) {
+        json_object_set(body, "tools", tools);
+        json_object_set_new(body, "tool_choice", json_string("none"));
+    }
+    json_decref(tools);
     keel_buf_reset(&t->answer);
     if (t->forced_prefix) {
         const char *line = message(t, "forced_tool", "Searching now\u2026");
@@ -397,11 +445,27 @@ static int phrase(struct turn *t, struct keel_buf *extractive, struct keel_error
         /* The policy's search found sources and the model's text names
          * none of them (it asked a question, or talked past them): the
          * results are shown all the same. */
-        if (uncited)
-            pass(&w, "\n\n", 2), pass(&w, extractive->data, extractive->len);
-        else if (t->provider_reports)
+        if (uncited) {
+            size_t len = t->answer.len;
+            if (keel_buf_add(&t->answer, "\n\n", 2) ||
+                keel_buf_add(&t->answer, extractive->data, extractive->len)) {
+                keel_buf_truncate(&t->answer, len);
+                uncited = 0;   /* they do not fit: the sources list them */
+            }
+        }
+        /* What a path cannot answer is said in the pack's words, never
+         * the model's. */
+        for (int i = 0; i < t->state.blueprint.n_subs; i++) {
+            const struct config_path *p = &t->pl->cfg.paths[t->state.blueprint.subs[i].path];
+            const char *text = p->unavailable ? p->unavailable
+                                              : message(t, "unavailable",
+                                                        "I can't answer that here.");
+            if (t->results[i].unavailable && !strstr(t->answer.data, text))
+                add_notice(t, &t->answer, text);
+        }
+        if (!uncited && t->provider_reports)
             compose_providers_note(t, &t->answer);
-        if (t->answer.len > before && t->req->on_token && !uncited)
+        if (t->answer.len > before && t->req->on_token)
             t->req->on_token(t->req->token_ctx, t->answer.data + before, t->answer.len - before);
         t->streamed = t->req->on_token != NULL;
         if (set_answer_log(t, "ok", "model", &reply) ||
@@ -419,7 +483,7 @@ static int phrase(struct turn *t, struct keel_buf *extractive, struct keel_error
 int model_compose(struct turn *t, struct keel_error *err)
 {
     struct keel_buf extractive;
-    int ran = t->model_runs != NULL, rc;
+    int ran = t->model_runs != NULL, unavailable = 0, rc;
 
     if (!t->pl->llm)
         return KEEL_OK;
@@ -427,15 +491,22 @@ int model_compose(struct turn *t, struct keel_error *err)
         return oom(err);
     if (t->decision.route == POLICY_ROUTE_COMMAND)
         return set_answer_log(t, "skipped", "keel", NULL) ? oom(err) : KEEL_OK;
-    if (t->model_failed)   /* the proposal failed: no second wait for the same server */
-        return keel_buf_addf(&t->answer, "\n\n%s",
-                             message(t, "model_unavailable",
-                                     "Note: the language model did not answer, so this answer "
-                                     "is taken directly from the sources.")) ||
-                       set_answer_log(t, "failed", "extractive", NULL)
-                   ? oom(err) : KEEL_OK;
-    for (int i = 0; i < t->state.blueprint.n_subs; i++)
+    if (t->model_failed) {   /* the proposal failed: no second wait for the same server */
+        add_notice(t, &t->answer,
+                   message(t, "model_unavailable",
+                           "Note: the language model did not answer, so this answer is taken "
+                           "directly from the sources."));
+        return set_answer_log(t, "failed", "extractive", NULL) ? oom(err) : KEEL_OK;
+    }
+    for (int i = 0; i < t->state.blueprint.n_subs; i++) {
         ran |= t->results[i].ran;
+        unavailable |= t->results[i].unavailable;
+    }
+    if (!ran && unavailable) {
+        /* Nothing was found and a path said it cannot answer: that is
+         * the answer, in the pack's words. */
+        return set_answer_log(t, "skipped", "keel", NULL) ? oom(err) : KEEL_OK;
+    }
     if (!ran && t->proposal_text && !t->forced_prefix) {
         /* Nothing ran: the proposal's text is the model's answer. */
         keel_buf_reset(&t->answer);

@@ -8,12 +8,15 @@
  * text non-empty and short enough, patient identifiers redacted — and
  * anything else (no answer, not JSON, an unknown path) leaves the
  * deterministic plan, with the reason in the decision log. The model can
- * only pick among paths the registry has; what each path may run is
- * still decided by the registry, the role and the policy.
+ * only pick among paths the registry has, and stage_plan.c's guard_plan
+ * holds it to the phrases (a patient question stays on the patient
+ * path); what each path may run is still decided by the registry, the
+ * role and the policy.
  */
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/utf8.h"
 #include "pipeline/turn.h"
 
 #define PLAN_REPLY_MAX (16u << 10)
@@ -66,6 +69,7 @@ static int take_plan(const struct turn *t, const json_t *doc, struct blueprint *
         if (p < 0) {
             snprintf(why, n, "subquestions[%zu].path \"%.60s\" is not a path of pack %s", i,
                      path ? path : "(none)", t->pl->pack->name);
+            utf8_clean(why);   /* the model's bytes, cut at 60 */
             return -1;
         }
         extract_redact(text, strlen(text), bp->subs[i].text, sizeof(bp->subs[i].text));
@@ -105,6 +109,9 @@ int model_plan(struct turn *t, struct blueprint *bp, int *used, struct keel_erro
     if (llm_chat(t->pl->llm, body, NULL, NULL, &reply, &lerr)) {
         snprintf(why, sizeof(why), "%s", lerr.message);
         entry = json_pack("{s:s, s:s}", "status", "failed", "reason", why);
+        /* Down or slow: the turn's other calls would wait for it too. */
+        if (reply.http_status < 400 || reply.http_status >= 500 || reply.http_status == 429)
+            t->model_failed = 1;
     } else if (llm_extract_json(reply.text.data, reply.text.len, PLAN_REPLY_MAX, &doc, &lerr)) {
         snprintf(why, sizeof(why), "the plan is not usable JSON: %s", lerr.message);
         entry = json_pack("{s:s, s:s}", "status", "invalid", "reason", why);

@@ -17,7 +17,7 @@
 #include "core/log.h"
 #include "ingest/ingest.h"
 #include "pipeline/turn.h"
-#include "text/utf8.h"
+#include "core/utf8.h"
 
 #define ANSWER_MAX (64u << 10)
 

@@ -2,12 +2,12 @@
  * prompt.c — what a model is sent, in an order that keeps the start of
  * every request the same (so servers can cache it):
  *
- *   1. the pack's static system prompt (llm.system_prompt, else a
- *      default): tone and citation rules, never routing rules — the
- *      policy owns those;
- *   2. a system block with this turn's live state: research stage,
- *      topic and question, jurisdiction, the filters the policy set, the
- *      parts of the question keel cannot answer here;
+ *   1. one system message: the pack's static system prompt
+ *      (llm.system_prompt, else a default: tone and citation rules,
+ *      never routing rules — the policy owns those), then a block with
+ *      this turn's live state: research stage, topic and question,
+ *      jurisdiction, the filters the policy set, the parts of the
+ *      question keel cannot answer here;
  *   3. earlier turns, newest kept first, within llm.history_tokens
  *      (about four bytes a token);
  *   4. the user's message;
@@ -22,7 +22,7 @@
 #include "pipeline/turn.h"
 
 #define RESULT_TEXT_MAX 1500       /* bytes of a passage or abstract shown to the model */
-#define RUN_RESULT_MAX (8u << 10)  /* bytes of a model-run tool's result */
+#define RUN_RESULT_MAX (16u << 10) /* bytes of a tool result shown to the model */
 
 static const char default_prompt[] =
     "You are a careful assistant. Answer the user's message from the tool results you are "
@@ -158,17 +158,23 @@ static json_t *cut(const char *text)
     return text ? json_stringn(text, n) : json_null();
 }
 
-/* A sub's results as the model reads them: cited items with their
- * numbers. */
-static json_t *sub_result_json(const struct turn *t, const struct sub_result *r)
+/* Search results as the model reads them, each item with the number
+ * the answer cites it by. keel's own results show the items its answer
+ * cites (`add` 0); a model's own search adds its items to the sources
+ * (`add` 1), so its "[n]" points at them. */
+static json_t *items_json(struct turn *t, const json_t *items, int papers, const char *band,
+                          int add)
 {
-    int papers = !strcmp(r->tool, "search_papers");
-    json_t *items = json_array(), *item;
+    json_t *out = json_array(), *item;
     size_t i;
 
-    json_array_foreach(r->items, i, item) {
-        int n = cited_as(t, item);
+    json_array_foreach(items, i, item) {
+        int n = add ? compose_cite(t, item) : cited_as(t, item);
         json_t *o;
+        if (n < 0) {
+            json_decref(out);
+            return NULL;
+        }
         if (!n)
             continue;
         if (papers)
@@ -183,13 +189,24 @@ static json_t *sub_result_json(const struct turn *t, const struct sub_result *r)
                           json_object_get(item, "section"), "text",
                           cut(json_string_value(json_object_get(item, "text")) ?:
                               json_string_value(json_object_get(item, "snippet"))));
-        if (json_array_append_new(items, o)) {
-            json_decref(items);
+        if (json_array_append_new(out, o)) {
+            json_decref(out);
             return NULL;
         }
     }
-    return json_pack("{s:o, s:s?}", papers ? "papers" : "passages", items, "band",
-                     papers ? NULL : r->band);
+    return json_pack("{s:o, s:s?}", papers ? "papers" : "passages", out, "band", band);
+}
+
+/* A model-run tool's result for the model: search results numbered as
+ * sources, anything else as it is. */
+static json_t *run_result_json(struct turn *t, const json_t *result)
+{
+    if (json_is_array(json_object_get(result, "papers")))
+        return items_json(t, json_object_get(result, "papers"), 1, NULL, 1);
+    if (json_is_array(json_object_get(result, "passages")))
+        return items_json(t, json_object_get(result, "passages"), 0,
+                          json_string_value(json_object_get(result, "band")), 1);
+    return json_incref((json_t *)result);
 }
 
 static int add_call(json_t *calls, json_t *messages, const char *id, const char *name,
@@ -197,8 +214,17 @@ static int add_call(json_t *calls, json_t *messages, const char *id, const char 
 {
     char *args_text = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
     char *text = content ? json_dumps(content, JSON_COMPACT) : NULL;
+    json_t *items = json_object_get(content, "papers") ?: json_object_get(content, "passages");
+    size_t dropped = 0;
     int rc = KEEL_ENOMEM;
 
+    /* Too long for the prompt: the last items go, and a note says so. */
+    while (text && strlen(text) > RUN_RESULT_MAX && json_array_size(items)) {
+        json_array_remove(items, json_array_size(items) - 1);
+        json_object_set_new(content, "not_shown", json_integer((json_int_t)++dropped));
+        keel_free(text);
+        text = json_dumps(content, JSON_COMPACT);
+    }
     if (text && strlen(text) > RUN_RESULT_MAX) {
         keel_free(text);
         text = keel_strdup("{\"note\": \"the result is too large to show\"}");
@@ -229,15 +255,18 @@ static int add_results(struct turn *t, json_t *messages)
         char id[32];
         if (!r->ran)
             continue;
-        snprintf(id, sizeof(id), "keel_%d", k + 1);
-        rc = add_call(calls, tools, id, r->tool, r->args, sub_result_json(t, r));
+        /* 9 letters and digits: ids some servers' templates insist on */
+        snprintf(id, sizeof(id), "keel%05d", k + 1);
+        rc = add_call(calls, tools, id, r->tool, r->args,
+                      items_json(t, r->items, !strcmp(r->tool, "search_papers"),
+                                 strcmp(r->tool, "search_papers") ? r->band : NULL, 0));
     }
     json_array_foreach(t->model_runs, i, run)
         if (!rc)
             rc = add_call(calls, tools, json_string_value(json_object_get(run, "id")),
                           json_string_value(json_object_get(run, "name")),
                           json_object_get(run, "arguments"),
-                          json_incref(json_object_get(run, "result")));
+                          run_result_json(t, json_object_get(run, "result")));
     if (!rc && json_array_size(calls) &&
         (json_array_append_new(messages, json_pack("{s:s, s:n, s:O}", "role", "assistant",
                                                    "content", "tool_calls", calls)) ||
@@ -255,12 +284,13 @@ json_t *prompt_messages(struct turn *t, int results, struct keel_error *err)
     struct keel_buf block;
     int rc = messages ? KEEL_OK : KEEL_ENOMEM;
 
-    keel_buf_init(&block, 16u << 10);
+    keel_buf_init(&block, 64u << 10);
     if (!rc && !prompt)
         prompt = default_prompt;
-    if (!rc)
-        rc = add_message(messages, "system", prompt, strlen(prompt));
-    if (!rc && !(rc = state_block(t, results, &block)))
+    /* One system message (some templates take no second one): the
+     * static prompt, then the turn's block, so its start never changes. */
+    if (!rc && !(rc = keel_buf_addf(&block, "%s\n\n", prompt)) &&
+        !(rc = state_block(t, results, &block)))
         rc = add_message(messages, "system", block.data, block.len);
     keel_buf_release(&block);
     if (rc) {

@@ -109,14 +109,13 @@ static int compose_papers(struct turn *t, const struct sub_result *r, struct kee
                            names, values, 3)))
         return rc;
     json_array_foreach(r->items, i, paper) {
-        int number = (int)json_array_size(t->sources) + 1;
+        int number = compose_cite(t, paper);
         json_t *year = json_object_get(paper, "year");
         const char *venue = json_string_value(json_object_get(paper, "venue"));
         const char *abstract = json_string_value(json_object_get(paper, "abstract"));
-        const char *url = json_string_value(json_object_get(paper, "pdf_url"));
 
-        if (!url)
-            url = json_string_value(json_object_get(paper, "url"));
+        if (number < 0)
+            return KEEL_ENOMEM;
         rc = keel_buf_addf(b, "\n%zu. %s (", i + 1,
                            json_string_value(json_object_get(paper, "title")));
         if (!rc && json_is_integer(year))
@@ -130,40 +129,42 @@ static int compose_papers(struct turn *t, const struct sub_result *r, struct kee
             if (!rc)
                 rc = add_first_sentence(b, abstract);
         }
-        if (rc || json_array_append_new(
-                      t->sources,
-                      json_pack("{s:i,s:s,s:O?,s:O?,s:O?,s:s?,s:O?,s:O?}", "n", number, "kind",
-                                "paper", "id", json_object_get(paper, "id"), "title",
-                                json_object_get(paper, "title"), "year", year, "url", url, "venue",
-                                json_object_get(paper, "venue"), "is_open_access",
-                                json_object_get(paper, "is_open_access"))))
-            return KEEL_ENOMEM;
+        if (rc)
+            return rc;
     }
     return KEEL_OK;
 }
 
-/* The number of a passage's document among the sources, added when new. */
-static int source_number(struct turn *t, const json_t *passage)
+int compose_cite(struct turn *t, const json_t *item)
 {
-    const char *doc = json_string_value(json_object_get(passage, "document_id"));
+    const json_t *doc = json_object_get(item, "document_id"), *id = json_object_get(item, "id");
+    int paper = !doc && !json_object_get(item, "text") && !json_object_get(item, "snippet");
+    const char *url = json_string_value(json_object_get(item, paper ? "pdf_url" : "url"));
+    json_t *s, *entry;
     size_t i;
-    json_t *s;
+    int n;
 
     json_array_foreach(t->sources, i, s)
-        if (doc && json_equal(json_object_get(s, "document_id"), json_object_get(passage, "document_id")))
+        if ((doc && json_equal(doc, json_object_get(s, "document_id"))) ||
+            (paper && id && json_equal(id, json_object_get(s, "id"))))
             return (int)json_integer_value(json_object_get(s, "n"));
-    int n = (int)json_array_size(t->sources) + 1;
-    if (json_array_append_new(
-            t->sources,
-            json_pack("{s:i,s:s,s:O?,s:O?,s:O?,s:O?,s:O?,s:O?}", "n", n, "kind",
-                      doc ? "passage" : "web", "document_id", json_object_get(passage, "document_id"),
-                      "title", json_object_get(passage, "title"), "section",
-                      json_object_get(passage, "section"), "source",
-                      json_object_get(passage, doc ? "source" : "url"), "confidence",
-                      json_object_get(passage, "confidence"), "band",
-                      json_object_get(passage, "band"))))
-        return -1;
-    return n;
+    n = (int)json_array_size(t->sources) + 1;
+    if (paper)
+        entry = json_pack("{s:i,s:s,s:O?,s:O?,s:O?,s:s?,s:O?,s:O?}", "n", n, "kind", "paper", "id",
+                          id, "title", json_object_get(item, "title"), "year",
+                          json_object_get(item, "year"), "url",
+                          url ? url : json_string_value(json_object_get(item, "url")), "venue",
+                          json_object_get(item, "venue"), "is_open_access",
+                          json_object_get(item, "is_open_access"));
+    else
+        entry = json_pack("{s:i,s:s,s:O?,s:O?,s:O?,s:O?,s:O?,s:O?}", "n", n, "kind",
+                          doc ? "passage" : "web", "document_id", doc, "title",
+                          json_object_get(item, "title"), "section",
+                          json_object_get(item, "section"), "source",
+                          json_object_get(item, doc ? "source" : "url"), "confidence",
+                          json_object_get(item, "confidence"), "band",
+                          json_object_get(item, "band"));
+    return json_array_append_new(t->sources, entry) ? -1 : n;
 }
 
 /* Appends `prefix` and `n` bytes of `text` as plain text: without
@@ -286,7 +287,7 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
             continue;
         if (!(n = pick_sentences(&words, text, best)))
             continue;   /* nothing of it answers: not a source */
-        if ((number = source_number(t, p)) < 0)
+        if ((number = compose_cite(t, p)) < 0)
             return KEEL_ENOMEM;
         for (int k = 0; k < n && !rc; k++) {
             /* A sentence ends itself; a table row needs a separator. */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "pipeline/turn.h"
-#include "text/utf8.h"
+#include "core/utf8.h"
 
 int stage_decide(struct turn *t, struct keel_error *err)
 {

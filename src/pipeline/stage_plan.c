@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/utf8.h"
 #include "pipeline/turn.h"
 
 static int token_is(const char *msg, const struct lex_token *tok, const char *word)
@@ -115,6 +116,44 @@ static void split(const struct pipeline_config *cfg, const char *msg, size_t n,
     }
 }
 
+/* A model's plan answers to the phrases as any plan does: a subquestion
+ * that holds a path's phrases ("my prior auth") goes to that path, and
+ * every path the phrase-based plan found (a patient or clinical
+ * question) must still have a subquestion — the model cannot route a
+ * question away from the path that says "I can't". Otherwise the
+ * phrase-based plan stands (*used 0), and the log says why. */
+static int guard_plan(struct turn *t, struct blueprint *bp, const struct blueprint *det,
+                      int *used, struct keel_error *err)
+{
+    const struct pipeline_config *cfg = &t->pl->cfg;
+    struct lex_result res;
+    char why[160] = "";
+
+    for (int i = 0; i < bp->n_subs; i++) {
+        size_t n = strlen(bp->subs[i].text);
+        int p;
+        config_match(cfg, bp->subs[i].text, n, &res);
+        if ((p = path_of(cfg, &res, 0, res.n_tokens)) != cfg->default_path)
+            bp->subs[i].path = p;
+    }
+    for (int k = 0; k < det->n_subs && !why[0]; k++) {
+        int found = det->subs[k].path == cfg->default_path;
+        for (int i = 0; i < bp->n_subs && !found; i++)
+            found = bp->subs[i].path == det->subs[k].path;
+        if (!found)
+            snprintf(why, sizeof(why), "the plan has no subquestion on path %s, which \"%.60s\" "
+                     "needs", cfg->paths[det->subs[k].path].name, det->subs[k].text);
+    }
+    if (!why[0])
+        return KEEL_OK;
+    utf8_clean(why);
+    *used = 0;
+    if (json_object_set_new(model_log(t), "planner",
+                            json_pack("{s:s, s:s}", "status", "overruled", "reason", why)))
+        return keel_error_set(err, KEEL_ENOMEM, "plan", "out of memory");
+    return KEEL_OK;
+}
+
 /* The state's refined query: the question under the known jurisdiction. */
 static int refine(struct turn *t, struct keel_error *err)
 {
@@ -164,11 +203,14 @@ int stage_plan(struct turn *t, struct keel_error *err)
             bp.subs[0].path = forced;
             bp.n_subs = 1;
         } else {
+            struct blueprint det = bp;
             int used;
-            if ((rc = model_plan(t, &bp, &used, err)))
+            split(&t->pl->cfg, t->effective, t->effective_len, &det);
+            if ((rc = model_plan(t, &bp, &used, err)) ||
+                (used && (rc = guard_plan(t, &bp, &det, &used, err))))
                 return rc;
             if (!used)
-                split(&t->pl->cfg, t->effective, t->effective_len, &bp);
+                bp = det;
         }
     }
     struct state_delta d = {.kind = DELTA_BLUEPRINT, .blueprint = &bp};

@@ -139,6 +139,11 @@ json_t *model_log(struct turn *t);
  * Errors returned are out of memory only. */
 int model_plan(struct turn *t, struct blueprint *bp, int *used, struct keel_error *err);
 
+/* The number under which the answer cites `item` — a paper (by id), a
+ * corpus passage (by its document) or a web result — adding it to the
+ * turn's sources when new. -1 when out of memory (stage_compose.c). */
+int compose_cite(struct turn *t, const json_t *item);
+
 /* Appends the closing note of an answer when remote paper providers
  * failed ("Note: Semantic Scholar did not answer, …"); nothing when none
  * did (stage_compose.c). */

@@ -23,7 +23,7 @@
 
 #include "core/clock.h"
 #include "policy/policy_int.h"
-#include "text/utf8.h"
+#include "core/utf8.h"
 
 static const char *const intent_names[] = {
     [POLICY_INTENT_DIRECT_SEARCH] = "direct_search",

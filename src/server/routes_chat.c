@@ -24,7 +24,7 @@
 #include "core/json.h"
 #include "pipeline/pipeline.h"
 #include "server/server_int.h"
-#include "text/utf8.h"
+#include "core/utf8.h"
 
 #define PENDING_KEEP_MS (10 * 60 * 1000)
 

@@ -34,6 +34,7 @@ struct turn_ctx {
     struct server_metrics *metrics;
     const char *correlation_id;
     uint64_t stage_start[METRICS_STAGES];   /* monotonic ns */
+    int streamed;                           /* model tokens went out and were not voided */
 };
 
 static uint64_t now_ns(void)
@@ -64,6 +65,7 @@ static void on_token(void *arg, const char *text, size_t n)
 {
     struct turn_ctx *c = arg;
 
+    c->streamed = text != NULL;
     if (!text)
         bus_publish(c->bus, c->correlation_id, "reset",
                     json_pack("{s:s}", "reason", "the model stopped; the answer follows"));
@@ -135,7 +137,7 @@ json_t *server_result_summary(const json_t *result)
 static void run_job(struct worker *w, struct job *job)
 {
     struct server *srv = w->srv;
-    struct turn_ctx ctx = {srv->bus, &srv->metrics, job->correlation_id, {0}};
+    struct turn_ctx ctx = {srv->bus, &srv->metrics, job->correlation_id, {0}, 0};
     uint64_t t0 = now_ns();
     int p = server_pack_index(srv, job->pack);
     struct turn_request req = {
@@ -181,6 +183,9 @@ static void run_job(struct worker *w, struct job *job)
             keel_error_set(&err, KEEL_ENOMEM, "turn", "out of memory");
         error = json_pack("{s:i, s:s, s:s}", "code", err.code, "field", err.field, "message",
                           err.message);
+        if (ctx.streamed)   /* the streamed answer was never stored */
+            bus_publish(srv->bus, job->correlation_id, "reset",
+                        json_pack("{s:s}", "reason", "the turn failed"));
         bus_publish(srv->bus, job->correlation_id, "error", json_incref(error));
         bus_finish(srv->bus, job->correlation_id, NULL, error ? error : json_object(),
                    keel_clock_now());

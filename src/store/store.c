@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "text/utf8.h"
+#include "core/utf8.h"
 
 int store_open(const char *location, struct store **out, struct keel_error *err)
 {

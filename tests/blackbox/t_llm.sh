@@ -159,24 +159,28 @@ test_llm_request_body_static_prompt_then_state_then_history() {
         < "$TMP/two.in"
     expect_rc 0
     OUT=$(model_requests)
-    # Every request starts with the pack's static system prompt, unchanged.
-    expect_json '[.[].messages[0].role] | unique' '["system"]'
-    expect_json '[.[].messages[0].content] | unique | length' '1'
-    expect_json '.[0].messages[0].content | startswith("You are a research assistant for scholars.")' 'true'
-    # Then the per-turn state block.
-    expect_json '.[0].messages[1].content | startswith("Conversation state (turn 1)")' 'true'
+    # One system message: the pack's static prompt first, the same bytes
+    # in every request (cache-friendly), then the turn's state block.
+    static=$(printf '%s' "$OUT" | jq -r '.[0].messages[0].content' | sed -n '1,/^$/p' | head -c 60)
+    expect_json '[.[].messages | map(select(.role == "system")) | length] | unique' '[1]'
+    expect_json '[.[].messages[0].content | startswith("You are a research assistant for scholars.")] | unique' '[true]'
+    expect_json '[.[].messages[0].content | split("\n\nConversation state")[0]] | unique | length' '1'
+    expect_json '.[0].messages[0].content | contains("\n\nConversation state (turn 1):\n")' 'true'
     last=$(printf '%s' "$OUT" | jq 'length - 1')
-    expect_json ".[$last].messages[1].content | contains(\"Research topic: graph neural networks for chemistry.\")" 'true'
+    expect_json ".[$last].messages[0].content | contains(\"Research topic: graph neural networks for chemistry.\")" 'true'
     # The second turn carries the first as history, then the message.
-    expect_json ".[$last].messages[2].role" '"user"'
-    expect_json ".[$last].messages[2].content" '"I'"'"'m focusing on graph neural networks for chemistry."'
-    expect_json ".[$last].messages[3].role" '"assistant"'
-    expect_json ".[$last].messages[4].content" "\"$DIRECT\""
-    # The answer request ends with keel's tool call and its results.
-    expect_json ".[$last].messages[5].tool_calls[0].function.name" '"search_papers"'
-    expect_json ".[$last].messages[6].role" '"tool"'
-    expect_json ".[$last].messages[6].content | fromjson | .papers[0].n" '1'
-    expect_json ".[$last] | has(\"tools\")" 'false'
+    expect_json ".[$last].messages[1].role" '"user"'
+    expect_json ".[$last].messages[1].content" '"I'"'"'m focusing on graph neural networks for chemistry."'
+    expect_json ".[$last].messages[2].role" '"assistant"'
+    expect_json ".[$last].messages[3].content" "\"$DIRECT\""
+    # The answer request ends with keel's tool call and its results,
+    # the tools declared and none to be called.
+    expect_json ".[$last].messages[4].tool_calls[0].function.name" '"search_papers"'
+    expect_json ".[$last].messages[4].tool_calls[0].id | test(\"^[A-Za-z0-9]{9}$\")" 'true'
+    expect_json ".[$last].messages[5].role" '"tool"'
+    expect_json ".[$last].messages[5].content | fromjson | .papers[0].n" '1'
+    expect_json ".[$last].tool_choice" '"none"'
+    [ -n "$static" ]
     # Routing rules are not in the prompt.
     printf '%s' "$OUT" | jq -r '.[0].messages[0].content' | grep -qi 'search_papers' &&
         fail "the static prompt names a tool"
@@ -218,18 +222,30 @@ test_llm_fails_closed_on_500_429_garbage_down_and_slow() {
     model_script '[{"text": "late", "delay_ms": 2000}]'
     KEEL_PACKS="$TMP/slowpacks" fail_closed
     expect_json '.model.proposal.reason' '"the model did not answer within 300 ms"'
+    # An error page that is not UTF-8, quoted in the reason.
+    model_script '[{"status": 502, "body_bytes": "<html>\u00ff\u00fe Bad gateway</html>"}]'
+    fail_closed
+    expect_json '.model.proposal.reason | startswith("the model server answered HTTP 502: <html>??")' 'true'
+    # A server that refuses the tools (400) is up: the answer is still asked for.
+    model_script '[{"status": 400}, {"text": "Here they are [1]."}]'
+    ask "$DIRECT" --db mem:
+    expect_rc 0
+    expect_json '.model.proposal.status' '"failed"'
+    expect_json '.model.answer.status' '"ok"'
+    expect_json '.answer' '"Here they are [1]."'
+    model_script '[{"status": 500}]'
     # Down: nothing listens any more.
     kill "$MODEL_PID"
     wait "$MODEL_PID" 2>/dev/null || true
     fail_closed
     expect_json '.model.proposal.reason | startswith("cannot reach the model")' 'true'
     # Every one of those turns was stored.
-    expect_json '.turn' '6'
+    expect_json '.turn' '7'
 }
 
 test_llm_circuit_opens_after_three_failed_calls() {
     model_start
-    model_script '[{"status": 400}]'
+    model_script '[{"malformed": true}]'
     printf '%s\n%s\n%s\n%s\n' "$DIRECT" "$DIRECT" "$DIRECT" "$DIRECT" > "$TMP/four.in"
     run "$KEEL" chat --json --now "$LLM_NOW" --db mem: --llm-url "$LLM" --llm-model fake-model \
         < "$TMP/four.in"
@@ -333,4 +349,32 @@ test_llm_planner_is_validated_and_falls_back() {
     model_script '[{"text": "I would split it in two."}, {"text": "ok"}, {"text": "Answer [1]."}]'
     KEEL_PACKS="$TMP/planpacks" ask "$Q" --pack payer --db mem:
     expect_json '.model.planner.reason' '"the plan is not usable JSON: the text holds no JSON object"'
+}
+
+# What a path cannot answer is said in the pack's words, whatever the
+# model writes (payer: a clinical question).
+test_llm_cannot_override_an_unavailable_path() {
+    model_start
+    model_script '[{"text": "Take 800 mg every 4 hours; that is safe for everyone."}]'
+    ask 'What is the dosage of ibuprofen?' --pack payer --db mem:
+    expect_rc 0
+    expect_json '.state.blueprint.subquestions[0].status' '"unavailable"'
+    unavailable=$(grep -A4 '^    clinical:' "$root/packs/payer/pack.yaml" | sed -n 's/.*unavailable: "\(.*\)"/\1/p')
+    [ -n "$unavailable" ] || fail "no unavailable text in the payer pack"
+    expect_json ".answer | contains(\"$unavailable\")" 'true'
+    expect_json '.answer | contains("800 mg")' 'false'
+    # The model writing the answer cannot drop it either.
+    model_script '[{"tool_calls": [{"name": "rag_search", "arguments": {"query": "ibuprofen dosage"}}]},
+                   {"text": "Take 800 mg every 4 hours [1]."}]'
+    ask 'What is the dosage of ibuprofen?' --pack payer --db mem:
+    expect_json ".answer | contains(\"$unavailable\")" 'true'
+    # The planner cannot route it away from the path that says so.
+    cp -R "$root/packs" "$TMP/guardpacks"
+    printf 'llm:\n  planner: true\n' >> "$TMP/guardpacks/payer/pack.yaml"
+    model_script '[{"text": "{\"subquestions\": [{\"text\": \"What does the policy say about ibuprofen?\", \"path\": \"rag\"}]}"},
+                   {"text": "ok"}, {"text": "Take 800 mg [1]."}]'
+    KEEL_PACKS="$TMP/guardpacks" ask 'What is the dosage of ibuprofen?' --pack payer --db mem:
+    expect_json '.model.planner.status' '"overruled"'
+    expect_json '.state.blueprint.subquestions[0].path' '"clinical"'
+    expect_json ".answer | contains(\"$unavailable\")" 'true'
 }

@@ -20,7 +20,8 @@
  * text), "id"}], "status": 429, "retry_after": 1, "delay_ms": 2000,
  * "chunk_delay_ms": 50, "malformed": true (a body that is not the API's
  * JSON), "disconnect_after": N (a stream closes after N text chunks,
- * without a finish or [DONE])}.
+ * without a finish or [DONE]), "body_bytes": "…" (the body as raw bytes,
+ * each character below 256 one byte, with "status")}.
  */
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -235,6 +236,22 @@ static void answer(struct evhttp_request *req, const json_t *r, const json_t *re
     int stream = json_is_true(json_object_get(request, "stream"));
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
+    if (json_is_string(json_object_get(r, "body_bytes"))) {
+        /* Raw bytes, each character below 256 one byte: bodies that are
+         * not UTF-8 (a proxy's error page in Latin-1). */
+        struct evbuffer *out = evbuffer_new();
+        const unsigned char *p = (const unsigned char *)json_string_value(
+            json_object_get(r, "body_bytes"));
+        while (*p) {
+            unsigned char c = *p < 0x80 ? *p : (unsigned char)(((p[0] & 0x03) << 6) | (p[1] & 0x3f));
+            p += *p < 0x80 ? 1 : 2;
+            evbuffer_add(out, &c, 1);
+        }
+        evhttp_add_header(h, "Content-Type", "text/html");
+        evhttp_send_reply(req, status, "Scripted", out);
+        evbuffer_free(out);
+        return;
+    }
     if (status != 200) {
         if (json_object_get(r, "retry_after")) {
             char v[32];

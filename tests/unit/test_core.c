@@ -23,6 +23,7 @@
 #include "core/file.h"
 #include "core/id.h"
 #include "core/json.h"
+#include "core/utf8.h"
 #include "core/log.h"
 #include "unit.h"
 
@@ -108,6 +109,34 @@ START_TEST(test_error_set_truncates)
     ck_assert_uint_eq(strlen(err.message), KEEL_ERROR_MESSAGE_MAX - 1);
     ck_assert_int_eq(err.field[0], 'f');
     ck_assert_int_eq(err.message[KEEL_ERROR_MESSAGE_MAX - 2], 'm');
+}
+END_TEST
+
+/* Messages quote bytes from outside and are cut at a fixed size: they
+ * stay well-formed UTF-8 (a cut character is dropped, a stray byte
+ * becomes '?'), so they can always go into JSON. */
+START_TEST(test_error_set_keeps_utf8)
+{
+    struct keel_error err;
+    char message[KEEL_ERROR_MESSAGE_MAX + 8];
+    json_t *j;
+
+    keel_error_set(&err, KEEL_EIO, "llm", "page: <html>\xff\xfe Bad\xc3 gateway \xe6\x97\xa5</html>");
+    ck_assert_str_eq(err.message, "page: <html>?? Bad? gateway \xe6\x97\xa5</html>");
+    /* a three-byte character across the cut */
+    memset(message, 'a', KEEL_ERROR_MESSAGE_MAX - 2);
+    memcpy(message + KEEL_ERROR_MESSAGE_MAX - 2, "\xe6\x97\xa5", 4);
+    keel_error_set(&err, KEEL_EIO, "f\xc3", "%s", message);
+    ck_assert_uint_eq(strlen(err.message), KEEL_ERROR_MESSAGE_MAX - 2);
+    ck_assert_str_eq(err.field, "f");
+    j = json_pack("{s:s, s:s}", "f", err.field, "m", err.message);
+    ck_assert_ptr_nonnull(j);
+    json_decref(j);
+    {
+        char s[] = "ok \xe6\x97";   /* cut at the end: dropped */
+        utf8_clean(s);
+        ck_assert_str_eq(s, "ok ");
+    }
 }
 END_TEST
 
@@ -1117,6 +1146,7 @@ Suite *suite_core(void)
     tcase_add_test(errors, test_strerror_out_of_range);
     tcase_add_test(errors, test_error_set_and_clear);
     tcase_add_test(errors, test_error_set_truncates);
+    tcase_add_test(errors, test_error_set_keeps_utf8);
     tcase_add_test(errors, test_error_format);
     suite_add_tcase(s, errors);
 

@@ -11,7 +11,7 @@
 #include "core/buf.h"
 #include "core/json.h"
 #include "ingest/ingest.h"
-#include "text/utf8.h"
+#include "core/utf8.h"
 #include "unit.h"
 
 static json_t *parse(const char *text)

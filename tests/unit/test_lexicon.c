@@ -15,7 +15,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "text/lexicon.h"
-#include "text/utf8.h"
+#include "core/utf8.h"
 #include "unit.h"
 
 enum { C_REQUEST, C_NOUN, C_UNIT, C_CONVERT, C_NUMBER, C_YEAR, C_OPEN, C_FIND, C_MANY };

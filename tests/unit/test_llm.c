@@ -930,7 +930,7 @@ START_TEST(test_chat_streams_tool_calls)
     ck_assert_str_eq(json_string_value(json_object_get(call, "arguments")),
                      "{\"query\": \"sleep\"}");
     call = json_array_get(reply.tool_calls, 1);
-    ck_assert_str_eq(json_string_value(json_object_get(call, "id")), "call_1");
+    ck_assert_str_eq(json_string_value(json_object_get(call, "id")), "call00002");
     ck_assert_str_eq(json_string_value(json_object_get(call, "name")), "add_to_library");
     ck_assert_str_eq(json_string_value(json_object_get(call, "arguments")), "{\"id\":7}");
     llm_reply_release(&reply);
@@ -1506,6 +1506,54 @@ START_TEST(test_breaker_probe_closes)
 }
 END_TEST
 
+/* Calls streamed one per chunk without an index (as Ollama sends them):
+ * a new id starts a new call. */
+START_TEST(test_chat_streams_calls_without_index)
+{
+    static const char stream[] =
+        CHUNK("{\"tool_calls\":[{\"id\":\"a\",\"function\":{\"name\":\"f\","
+              "\"arguments\":\"{\\\"t\\\":\\\"One\\\"}\"}}]}")
+        CHUNK("{\"tool_calls\":[{\"id\":\"b\",\"function\":{\"name\":\"f\","
+              "\"arguments\":\"{\\\"t\\\":\"}}]}")
+        CHUNK("{\"tool_calls\":[{\"function\":{\"arguments\":\"\\\"Two\\\"}\"}}]}")
+        FINISH("tool_calls") DONE;
+    struct fake_reply ok = {200, SSE_HEADERS, stream, 0, 0, 0};
+    struct llm *llm = client(0, 3, 60000, 1);
+    struct llm_reply reply;
+    struct keel_error err;
+
+    route1(&ok);
+    ck_assert_int_eq(chat(llm, NULL, &reply, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(reply.tool_calls), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(reply.tool_calls, 0),
+                                                       "arguments")), "{\"t\":\"One\"}");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(reply.tool_calls, 1),
+                                                       "arguments")), "{\"t\":\"Two\"}");
+    llm_reply_release(&reply);
+    llm_free(llm);
+}
+END_TEST
+
+/* A server that refuses a request (400) is up: refusals do not open
+ * the circuit for everyone else. */
+START_TEST(test_breaker_ignores_refused_requests)
+{
+    struct fake_reply bad = {400, NULL, "{\"error\":{\"message\":\"tools not supported\"}}", 0, 0, 0};
+    struct llm *llm = client(0, 2, 60000, 1);
+    struct llm_reply reply;
+    struct keel_error err;
+
+    llm_breaker_reset();
+    route1(&bad);
+    for (int i = 0; i < 4; i++) {
+        assert_failed(chat(llm, NULL, &reply, &err), &err, KEEL_EIO, "HTTP 400");
+        llm_reply_release(&reply);
+    }
+    ck_assert_uint_eq(fake_http_count(fake), 4);
+    llm_free(llm);
+}
+END_TEST
+
 /* The probe the breaker lets out after its cooldown is recorded even
  * when the call fails before sending (an allocation of the body): the
  * circuit is not left half-open for good. A body that is not an object
@@ -1667,6 +1715,8 @@ Suite *suite_llm(void)
     tcase_add_test(net, test_breaker_probe_closes);
     tcase_add_test(net, test_breaker_probe_failing_early_is_recorded);
     tcase_add_test(net, test_chat_long_utf8_tool_name);
+    tcase_add_test(net, test_chat_streams_calls_without_index);
+    tcase_add_test(net, test_breaker_ignores_refused_requests);
     tcase_add_test(net, test_chat_allocation_failures);
     suite_add_tcase(s, net);
     return s;

@@ -15,7 +15,7 @@
 #include "core/alloc.h"
 #include "pack/pack.h"
 #include "policy/policy.h"
-#include "text/utf8.h"
+#include "core/utf8.h"
 #include "unit.h"
 
 #define NOW_MS INT64_C(1770465600000)  /* 2026-02-07T12:00:00Z */

@@ -1,7 +1,9 @@
 /*
  * utf8.c — a strict, table-free UTF-8 validator.
  */
-#include "text/utf8.h"
+#include "core/utf8.h"
+
+#include <string.h>
 
 #include "core/buf.h"
 #include "core/error.h"
@@ -66,4 +68,27 @@ int utf8_repair(const char *s, size_t n, struct keel_buf *out)
     if (rc)
         keel_buf_truncate(out, before);
     return rc;
+}
+
+void utf8_clean(char *s)
+{
+    size_t n = strlen(s), at = 0;
+
+    while (at < n) {
+        at += utf8_valid_prefix(s + at, n - at);
+        if (at == n)
+            break;
+        /* An incomplete sequence at the very end: a cut, not garbage. */
+        size_t rest = n - at, need = (unsigned char)s[at] >= 0xf0 ? 4
+                                   : (unsigned char)s[at] >= 0xe0 ? 3
+                                   : (unsigned char)s[at] >= 0xc2 ? 2 : 0;
+        int cut = need && rest < need;
+        for (size_t k = 1; cut && k < rest; k++)
+            cut = ((unsigned char)s[at + k] & 0xc0) == 0x80;
+        if (cut) {
+            s[at] = '\0';
+            return;
+        }
+        s[at++] = '?';
+    }
 }

@@ -1,8 +1,8 @@
 /*
  * utf8.h — UTF-8 validation for text that enters keel from outside.
  */
-#ifndef KEEL_TEXT_UTF8_H
-#define KEEL_TEXT_UTF8_H
+#ifndef KEEL_CORE_UTF8_H
+#define KEEL_CORE_UTF8_H
 
 #include <stddef.h>
 
@@ -17,5 +17,12 @@ size_t utf8_valid_prefix(const char *s, size_t n);
  * `out` is as it was. */
 struct keel_buf;
 int utf8_repair(const char *s, size_t n, struct keel_buf *out);
+
+/* Makes the NUL-terminated `s` well-formed UTF-8 in place: a sequence
+ * cut short at the end (a message truncated mid-character) is dropped,
+ * any other byte that starts no well-formed sequence becomes '?'. For
+ * texts that hold bytes from outside (an upstream's error page) and go
+ * into JSON. */
+void utf8_clean(char *s);
 
 #endif
