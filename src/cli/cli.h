@@ -20,6 +20,7 @@ int cmd_chat(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
+int cmd_memory(int argc, char **argv);
 
 /* The store location: the --db option when given, else $KEEL_DB, else
  * "keel.db" in the current directory. */

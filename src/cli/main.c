@@ -24,6 +24,7 @@ static const struct {
     {"serve", cmd_serve, "serve [--listen HOST:PORT] [--auth keys|none] [--workers N]: the HTTP API and web page"},
     {"keys", cmd_keys, "keys create --user U --role R | list | revoke ID: API keys for keel serve"},
     {"search", cmd_search, "search QUERY [--from Y --to Y --oa --limit N]: ask scholarly providers"},
+    {"memory", cmd_memory, "memory add --task T --outcome O | search QUERY | decisions: long-term memory"},
 };
 
 static void usage(FILE *out)

@@ -300,6 +300,70 @@ int store_metrics_history(struct store *store, int aggregate_minutes, int limit,
     return store->ops->metrics_history(store, aggregate_minutes, limit, out, err);
 }
 
+static int check_memory_change(const struct store_memory_change *c, struct keel_error *err)
+{
+    static const char *const decisions[] = {"ADD", "NOT", "REPLACE", "MERGE"};
+    static const char *const outcomes[] = {"success", "failure", "partial"};
+    const struct store_memory_run *r = c->run;
+    int known = 0, outcome = 0;
+
+    for (size_t i = 0; i < 4; i++)
+        known |= c->decision && !strcmp(c->decision, decisions[i]);
+    if (!known)
+        return keel_error_set(err, KEEL_EINVAL, "decision", "must be ADD, NOT, REPLACE or MERGE");
+    if (!r || !r->id || !*r->id || strlen(r->id) > 63)
+        return keel_error_set(err, KEEL_EINVAL, "id", "must be 1 to 63 bytes");
+    if (!r->task || !*r->task || !r->summary || !r->refs_json || !r->artifacts_json)
+        return keel_error_set(err, KEEL_EINVAL, "task", "a run needs a task, a summary, "
+                                                        "references and artifacts");
+    for (size_t i = 0; i < 3; i++)
+        outcome |= r->outcome && !strcmp(r->outcome, outcomes[i]);
+    if (!outcome)
+        return keel_error_set(err, KEEL_EINVAL, "outcome", "must be success, failure or partial");
+    if (r->dim < 1 || r->dim > 4096 || !r->vector || !r->embedder)
+        return keel_error_set(err, KEEL_EINVAL, "embedding", "must have 1 to 4096 dimensions");
+    if ((!strcmp(c->decision, "REPLACE") || !strcmp(c->decision, "MERGE")) &&
+        (!c->target_id || !*c->target_id))
+        return keel_error_set(err, KEEL_EINVAL, "target_run_id", "is required for %s",
+                              c->decision);
+    if (!strcmp(c->decision, "MERGE") && !c->merged_refs_json)
+        return keel_error_set(err, KEEL_EINVAL, "references", "a MERGE needs the union");
+    if (!c->reason || !c->judge)
+        return keel_error_set(err, KEEL_EINVAL, "reason", "a decision needs a reason and a judge");
+    return KEEL_OK;
+}
+
+int store_memory_apply(struct store *store, const struct store_memory_change *change,
+                       struct keel_error *err)
+{
+    int rc = check_memory_change(change, err);
+
+    return rc ? rc : store->ops->memory_apply(store, change, err);
+}
+
+int store_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, void *ctx,
+                      struct keel_error *err)
+{
+    return store->ops->memory_sync(store, seq, fn, ctx, err);
+}
+
+int store_memory_get(struct store *store, const char *const *ids, size_t n, json_t **out,
+                     struct keel_error *err)
+{
+    return store->ops->memory_get(store, ids, n, out, err);
+}
+
+int store_memory_decisions(struct store *store, int limit, int offset, json_t **out,
+                           struct keel_error *err)
+{
+    if (limit < 1 || limit > STORE_LIMIT_MAX)
+        return keel_error_set(err, KEEL_EINVAL, "limit", "must be between 1 and %d",
+                              STORE_LIMIT_MAX);
+    if (offset < 0)
+        return keel_error_set(err, KEEL_EINVAL, "offset", "must not be negative");
+    return store->ops->memory_decisions(store, limit, offset, out, err);
+}
+
 void store_conversation_release(struct store_conversation *conv)
 {
     keel_free(conv->id);

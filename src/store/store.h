@@ -174,6 +174,46 @@ struct store_turn_record {
     size_t n_metrics;
 };
 
+/* One run of long-term memory (seed 003) as the store keeps it. JSON
+ * fields are text; conversation_id may be NULL. */
+struct store_memory_run {
+    const char *id;
+    const char *task;
+    const char *summary;
+    const char *outcome;          /* success | failure | partial */
+    const char *refs_json;        /* array of strings */
+    const char *artifacts_json;   /* array */
+    const char *conversation_id;
+    int64_t created_ms;
+    const char *embedder;         /* what made the vector ("hashed-v1") */
+    int dim;
+    const float *vector;          /* dim floats */
+};
+
+/* One admission decision and what it changes, in one transaction:
+ * ADD, REPLACE and MERGE insert `run` (active); REPLACE marks the target
+ * superseded by it; MERGE makes `new_canonical` ? the run : the target
+ * the canonical one (the other not), gives the canonical one
+ * `merged_refs_json` and the uses of both; NOT inserts nothing. The
+ * decision is always stored. */
+struct store_memory_change {
+    const char *decision;         /* ADD | NOT | REPLACE | MERGE */
+    const struct store_memory_run *run;
+    const char *target_id;        /* may be NULL */
+    const char *reason;
+    double similarity;            /* < 0: none */
+    const char *judge;            /* rules | model */
+    int64_t ts_ms;
+    const char *merged_refs_json; /* MERGE only */
+    int new_canonical;            /* MERGE only */
+};
+
+/* Called by memory_sync for each change to the active runs, in order:
+ * a run that became active (its vector) or one that stopped being
+ * (vector NULL). */
+typedef int (*store_memory_fn)(void *ctx, const char *id, const char *embedder, int dim,
+                               const float *vector);
+
 struct store;
 
 struct store_ops {
@@ -214,6 +254,14 @@ struct store_ops {
     int (*metrics_reset)(struct store *store, struct keel_error *err);
     int (*metrics_history)(struct store *store, int aggregate_minutes, int limit, json_t **out,
                            struct keel_error *err);
+    int (*memory_apply)(struct store *store, const struct store_memory_change *change,
+                        struct keel_error *err);
+    int (*memory_sync)(struct store *store, int64_t *seq, store_memory_fn fn, void *ctx,
+                       struct keel_error *err);
+    int (*memory_get)(struct store *store, const char *const *ids, size_t n, json_t **out,
+                      struct keel_error *err);
+    int (*memory_decisions)(struct store *store, int limit, int offset, json_t **out,
+                            struct keel_error *err);
 };
 
 /* Every backend's struct starts with this. */
@@ -319,6 +367,33 @@ int store_metrics_reset(struct store *store, struct keel_error *err);
  * first, as a new JSON array of {start_ms, minutes, counters: {…}}. */
 int store_metrics_history(struct store *store, int aggregate_minutes, int limit, json_t **out,
                           struct keel_error *err);
+
+/* Long-term memory (seed 003; migration 7). */
+
+/* Stores one admission decision and its change (see struct
+ * store_memory_change) in one transaction. A REPLACE or MERGE whose
+ * target is not an active run is KEEL_ENOTFOUND ("target_run_id") and
+ * changes nothing; a run id that exists is KEEL_EFAIL ("id"). */
+int store_memory_apply(struct store *store, const struct store_memory_change *change,
+                       struct keel_error *err);
+
+/* Replays the changes to the active runs after decision number *seq
+ * (0: from the start) through `fn`, and sets *seq to the last one: how
+ * an index is built at start and kept in step with the store, also
+ * when other processes write. */
+int store_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, void *ctx,
+                      struct keel_error *err);
+
+/* The runs named by `ids` (unknown ones left out), in that order, as a
+ * new array of {id, task, summary, outcome, references, artifacts,
+ * conversation_id, created_at, status, superseded_by, canonical, uses}. */
+int store_memory_get(struct store *store, const char *const *ids, size_t n, json_t **out,
+                     struct keel_error *err);
+
+/* The decisions, newest first, as a new array of {seq, run_id, decision,
+ * target_run_id, reason, similarity, judge, task, ts}. */
+int store_memory_decisions(struct store *store, int limit, int offset, json_t **out,
+                           struct keel_error *err);
 
 /* Frees what a conversation owns. */
 void store_conversation_release(struct store_conversation *conv);

@@ -59,6 +59,7 @@ struct store_mem {
     struct mem_conversations *conv;   /* store_mem_conv.c; NULL until the first turn */
     json_t *keys;       /* hash -> {id, user, role, created_ms, revoked_ms} */
     json_t *shares;     /* hash -> conversation id */
+    struct mem_memory *memory;        /* store_mem_memory.c; NULL until the first decision */
 };
 
 /* The words of one search, from store_query_words(). Repeated words are
@@ -698,6 +699,7 @@ static void mem_close(struct store *store)
     keel_free(mem->papers);
     keel_free(mem->docs);
     mem_conv_free(mem->conv);
+    mem_memory_free(mem->memory);
     json_decref(mem->keys);
     json_decref(mem->shares);
     keel_free(mem);
@@ -888,6 +890,30 @@ static int mem_metrics_history(struct store *store, int aggregate_minutes, int l
                                     out, err);
 }
 
+static int mem_memory_apply_op(struct store *store, const struct store_memory_change *change,
+                               struct keel_error *err)
+{
+    return mem_memory_apply(&((struct store_mem *)store)->memory, change, err);
+}
+
+static int mem_memory_sync_op(struct store *store, int64_t *seq, store_memory_fn fn, void *ctx,
+                              struct keel_error *err)
+{
+    return mem_memory_sync(((struct store_mem *)store)->memory, seq, fn, ctx, err);
+}
+
+static int mem_memory_get_op(struct store *store, const char *const *ids, size_t n, json_t **out,
+                             struct keel_error *err)
+{
+    return mem_memory_get(((struct store_mem *)store)->memory, ids, n, out, err);
+}
+
+static int mem_memory_decisions_op(struct store *store, int limit, int offset, json_t **out,
+                                   struct keel_error *err)
+{
+    return mem_memory_decisions(((struct store_mem *)store)->memory, limit, offset, out, err);
+}
+
 static const struct store_ops mem_ops = {
     .name = "mem",
     .close = mem_close,
@@ -911,6 +937,10 @@ static const struct store_ops mem_ops = {
     .delete_conversation = mem_delete_conversation,
     .metrics_reset = mem_metrics_reset,
     .metrics_history = mem_metrics_history,
+    .memory_apply = mem_memory_apply_op,
+    .memory_sync = mem_memory_sync_op,
+    .memory_get = mem_memory_get_op,
+    .memory_decisions = mem_memory_decisions_op,
 };
 
 /* Opens an empty in-memory store into *out; close it with store_close(),

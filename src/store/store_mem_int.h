@@ -30,4 +30,16 @@ int mem_conv_metrics_history(const struct mem_conversations *conv, int aggregate
 int mem_conv_get_turn(const struct mem_conversations *conv, const char *correlation_id,
                       json_t **out, struct keel_error *err);
 
+/* Long-term memory (store_mem_memory.c); `m` may be NULL (none yet). */
+struct mem_memory;
+void mem_memory_free(struct mem_memory *m);
+int mem_memory_apply(struct mem_memory **m, const struct store_memory_change *change,
+                     struct keel_error *err);
+int mem_memory_sync(const struct mem_memory *m, int64_t *seq, store_memory_fn fn, void *ctx,
+                    struct keel_error *err);
+int mem_memory_get(const struct mem_memory *m, const char *const *ids, size_t n, json_t **out,
+                   struct keel_error *err);
+int mem_memory_decisions(const struct mem_memory *m, int limit, int offset, json_t **out,
+                         struct keel_error *err);
+
 #endif

@@ -985,6 +985,10 @@ static const struct store_ops sqlite_ops = {
     .delete_conversation = sqlite_delete_conversation,
     .metrics_reset = sqlite_metrics_reset,
     .metrics_history = sqlite_metrics_history,
+    .memory_apply = sqlite_memory_apply,
+    .memory_sync = sqlite_memory_sync,
+    .memory_get = sqlite_memory_get,
+    .memory_decisions = sqlite_memory_decisions,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

@@ -61,6 +61,13 @@ enum stmt_id {
     ST_METRICS_RESET,
     ST_METRIC_MINUTE_ADD,
     ST_METRICS_HISTORY,
+    ST_MEM_RUN_INSERT,
+    ST_MEM_SUPERSEDE,
+    ST_MEM_MERGE,
+    ST_MEM_DECISION_INSERT,
+    ST_MEM_SYNC,
+    ST_MEM_GET,
+    ST_MEM_DECISIONS,
     ST_COUNT
 };
 
@@ -142,6 +149,16 @@ int sqlite_list_conversations(struct store *store, const char *owner, int limit,
                               json_t **out, struct keel_error *err);
 int sqlite_delete_conversation(struct store *store, const char *id, struct keel_error *err);
 int sqlite_metrics_reset(struct store *store, struct keel_error *err);
+/* Long-term memory (store_sqlite_memory.c). */
+int sqlite_memory_apply(struct store *store, const struct store_memory_change *change,
+                        struct keel_error *err);
+int sqlite_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, void *ctx,
+                       struct keel_error *err);
+int sqlite_memory_get(struct store *store, const char *const *ids, size_t n, json_t **out,
+                      struct keel_error *err);
+int sqlite_memory_decisions(struct store *store, int limit, int offset, json_t **out,
+                            struct keel_error *err);
+
 int sqlite_metrics_history(struct store *store, int aggregate_minutes, int limit, json_t **out,
                            struct keel_error *err);
 

@@ -142,6 +142,34 @@ const struct migration sqlite_migrations[] = {
         " name TEXT NOT NULL,"
         " value INTEGER NOT NULL,"
         " PRIMARY KEY (minute, name)) WITHOUT ROWID;"},
+    /* 7: long-term memory of runs and every admission decision. */
+    {7, "CREATE TABLE memory_runs ("
+        " seq INTEGER PRIMARY KEY,"
+        " id TEXT NOT NULL UNIQUE,"
+        " task TEXT NOT NULL,"
+        " summary TEXT NOT NULL,"
+        " outcome TEXT NOT NULL CHECK (outcome IN ('success', 'failure', 'partial')),"
+        " refs TEXT NOT NULL,"
+        " artifacts TEXT NOT NULL,"
+        " conversation_id TEXT,"
+        " created_at INTEGER NOT NULL,"
+        " status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'superseded')),"
+        " superseded_by TEXT,"
+        " canonical INTEGER NOT NULL DEFAULT 1,"
+        " uses INTEGER NOT NULL DEFAULT 1,"
+        " embedder TEXT NOT NULL,"
+        " dim INTEGER NOT NULL,"
+        " vector BLOB NOT NULL);"
+        "CREATE TABLE memory_decisions ("
+        " seq INTEGER PRIMARY KEY,"
+        " run_id TEXT NOT NULL,"
+        " decision TEXT NOT NULL CHECK (decision IN ('ADD', 'NOT', 'REPLACE', 'MERGE')),"
+        " target_run_id TEXT,"
+        " reason TEXT NOT NULL,"
+        " similarity REAL,"
+        " judge TEXT NOT NULL,"
+        " task TEXT NOT NULL,"
+        " created_at INTEGER NOT NULL);"},
 };
 
 const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0]);
@@ -263,6 +291,32 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
                              " ON CONFLICT (minute, name) DO UPDATE"
                              " SET value = value + excluded.value",
     /* ?1 minutes per period, ?2 periods: the newest ones. */
+    [ST_MEM_RUN_INSERT] = "INSERT INTO memory_runs (id, task, summary, outcome, refs, artifacts,"
+                          " conversation_id, created_at, embedder, dim, vector)"
+                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    [ST_MEM_SUPERSEDE] = "UPDATE memory_runs SET status = 'superseded', superseded_by = ?2,"
+                         " canonical = 0 WHERE id = ?1 AND status = 'active'",
+    /* MERGE: ?3 1 = the new run ?2 is canonical; it or the target ?1 gets
+     * the union of references ?4 and both runs' uses. */
+    [ST_MEM_MERGE] = "UPDATE memory_runs SET"
+                     " canonical = CASE WHEN (id = ?2) = (?3 = 1) THEN 1 ELSE 0 END,"
+                     " refs = CASE WHEN (id = ?2) = (?3 = 1) THEN ?4 ELSE refs END,"
+                     " uses = CASE WHEN (id = ?2) = (?3 = 1)"
+                     "   THEN (SELECT sum(uses) FROM memory_runs WHERE id IN (?1, ?2)) ELSE uses END"
+                     " WHERE id IN (?1, ?2) AND (id = ?2 OR status = 'active')",
+    [ST_MEM_DECISION_INSERT] = "INSERT INTO memory_decisions (run_id, decision, target_run_id,"
+                               " reason, similarity, judge, task, created_at)"
+                               " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_MEM_SYNC] = "SELECT d.seq, d.decision, d.run_id, d.target_run_id, r.embedder, r.dim,"
+                    " r.vector FROM memory_decisions AS d"
+                    " LEFT JOIN memory_runs AS r ON r.id = d.run_id"
+                    " WHERE d.seq > ?1 ORDER BY d.seq",
+    [ST_MEM_GET] = "SELECT id, task, summary, outcome, refs, artifacts, conversation_id,"
+                   " created_at, status, superseded_by, canonical, uses FROM memory_runs"
+                   " WHERE id = ?1",
+    [ST_MEM_DECISIONS] = "SELECT seq, run_id, decision, target_run_id, reason, similarity, judge,"
+                         " task, created_at FROM memory_decisions"
+                         " ORDER BY seq DESC LIMIT ?1 OFFSET ?2",
     [ST_METRICS_HISTORY] =
         "SELECT period, name, sum(value) FROM"
         " (SELECT (minute / ?1) * ?1 AS period, name, value FROM metrics_minutes)"

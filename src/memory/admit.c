@@ -1,0 +1,488 @@
+/*
+ * admit.c — memory admission (seed 003): candidates, the judge, and the
+ * execution of its decision.
+ *
+ *   no active run with similarity ≥ min_similarity   ADD (deterministic)
+ *   else the model judge, when configured: its JSON {decision,
+ *     target_run_id, reason}, validated; anything unusable → ADD with
+ *     the reason
+ *   else the rules, over the candidates best first:
+ *     same task, same outcome, same summary, no new reference   NOT
+ *     same task, a success after a failure                      REPLACE
+ *     same task, two successes, other references or approach   MERGE
+ *     otherwise                                                 ADD
+ *
+ * "Same task": the tasks are equal once case, spacing and trailing
+ * punctuation are set aside, or the runs' similarity is at least
+ * same_task_similarity. The index follows the store through
+ * store_memory_sync before every decision and search, so other
+ * processes' decisions count too.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/id.h"
+#include "core/utf8.h"
+#include "llm/llm.h"
+#include "memory/memory.h"
+#include "store/store.h"
+
+#define JUDGE_REPLY_MAX (16u << 10)
+
+struct memory {
+    struct store *store;
+    struct memory_conf conf;
+    struct llm *judge;
+    struct memory_index *index;
+    int64_t seq;                 /* the last store decision the index has seen */
+};
+
+void memory_conf_default(struct memory_conf *conf)
+{
+    conf->min_similarity = 0.7;
+    conf->same_task_similarity = 0.95;
+}
+
+static int follow(void *ctx, const char *id, const char *embedder, int dim, const float *v)
+{
+    struct memory *m = ctx;
+
+    if (!v) {
+        memory_index_remove(m->index, id);
+        return KEEL_OK;
+    }
+    if (dim != MEMORY_DIM || strcmp(embedder, MEMORY_EMBEDDER))
+        return KEEL_OK;   /* another embedder's vectors are never compared */
+    return memory_index_put(m->index, id, v);
+}
+
+static int sync_index(struct memory *m, struct keel_error *err)
+{
+    return store_memory_sync(m->store, &m->seq, follow, m, err);
+}
+
+int memory_open(struct store *store, const struct memory_conf *conf, struct llm *judge,
+                struct memory **out, struct keel_error *err)
+{
+    struct memory *m = keel_calloc(1, sizeof(*m));
+    int rc;
+
+    if (!m || !(m->index = memory_index_new(MEMORY_DIM))) {
+        keel_free(m);
+        return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+    }
+    m->store = store;
+    m->judge = judge;
+    if (conf)
+        m->conf = *conf;
+    else
+        memory_conf_default(&m->conf);
+    if ((rc = sync_index(m, err))) {
+        memory_free(m);
+        return rc;
+    }
+    *out = m;
+    return KEEL_OK;
+}
+
+void memory_free(struct memory *m)
+{
+    if (!m)
+        return;
+    memory_index_free(m->index);
+    keel_free(m);
+}
+
+/* ---- checks ---------------------------------------------------------------------- */
+
+static int check_text(const char *s, const char *field, int required, struct keel_error *err)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    if (!n && required)
+        return keel_error_set(err, KEEL_EINVAL, field, "is required");
+    if (n > MEMORY_TEXT_MAX)
+        return keel_error_set(err, KEEL_ETOOBIG, field, "is longer than %u bytes",
+                              MEMORY_TEXT_MAX);
+    if (utf8_valid_prefix(s ? s : "", n) != n)
+        return keel_error_set(err, KEEL_EINVAL, field, "must be UTF-8 text");
+    return KEEL_OK;
+}
+
+static int check_strings(const json_t *a, const char *field, struct keel_error *err)
+{
+    const json_t *v;
+    size_t i;
+
+    if (!a)
+        return KEEL_OK;
+    if (!json_is_array(a) || json_array_size(a) > 100)
+        return keel_error_set(err, KEEL_EINVAL, field, "must be an array of at most 100 items");
+    json_array_foreach(a, i, v)
+        if (!json_is_string(v) || json_string_length(v) > 2000)
+            return keel_error_set(err, KEEL_EINVAL, field,
+                                  "must hold strings of at most 2000 bytes");
+    return KEEL_OK;
+}
+
+static int check_input(const struct memory_input *in, struct keel_error *err)
+{
+    int rc;
+
+    if ((rc = check_text(in->task, "task", 1, err)) ||
+        (rc = check_text(in->summary, "summary", 0, err)) ||
+        (rc = check_strings(in->references, "references", err)) ||
+        (rc = check_strings(in->artifacts, "artifacts", err)))
+        return rc;
+    if (!in->outcome || (strcmp(in->outcome, "success") && strcmp(in->outcome, "failure") &&
+                         strcmp(in->outcome, "partial")))
+        return keel_error_set(err, KEEL_EINVAL, "outcome", "must be success, failure or partial");
+    if (in->id && (!*in->id || strlen(in->id) > 63 ||
+                   strspn(in->id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "0123456789_-.:") != strlen(in->id)))
+        return keel_error_set(err, KEEL_EINVAL, "id",
+                              "must be 1 to 63 letters, digits and _ - . :");
+    return KEEL_OK;
+}
+
+/* ---- the rules -------------------------------------------------------------------- */
+
+/* Equal once case, spacing and trailing punctuation are set aside. */
+static int same_text(const char *a, const char *b)
+{
+    for (;;) {
+        while (*a && isspace((unsigned char)*a))
+            a++;
+        while (*b && isspace((unsigned char)*b))
+            b++;
+        if (!*a || !*b || (strspn(a, ".!? \t\r\n") == strlen(a) &&
+                           strspn(b, ".!? \t\r\n") == strlen(b)))
+            return strspn(a, ".!? \t\r\n") == strlen(a) && strspn(b, ".!? \t\r\n") == strlen(b);
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+            return 0;
+        a++, b++;
+        if (isspace((unsigned char)a[-1]) != isspace((unsigned char)b[-1]))
+            return 0;
+    }
+}
+
+/* Every string of `a` is in `b`. */
+static int contains(const json_t *a, const json_t *x);
+
+static int subset(const json_t *a, const json_t *b)
+{
+    const json_t *x;
+    size_t i;
+
+    json_array_foreach(a, i, x)
+        if (!contains(b, x))
+            return 0;
+    return 1;
+}
+
+struct verdict {
+    const char *decision;
+    const json_t *target;        /* the candidate run, or NULL */
+    char reason[400];
+};
+
+static void rules(const struct memory *m, const struct memory_input *in, const json_t *refs,
+                  const json_t *candidates, const double *sims, struct verdict *v)
+{
+    const json_t *c;
+    size_t i;
+
+    for (int pass = 0; pass < 3; pass++)
+        json_array_foreach(candidates, i, c) {
+            const char *task = json_string_value(json_object_get(c, "task"));
+            const char *outcome = json_string_value(json_object_get(c, "outcome"));
+            const char *summary = json_string_value(json_object_get(c, "summary"));
+            const json_t *crefs = json_object_get(c, "references");
+            int same = same_text(task, in->task) || sims[i] >= m->conf.same_task_similarity;
+            int same_summary = same_text(summary, in->summary ? in->summary : "");
+
+            if (!same)
+                continue;
+            if (pass == 0 && !strcmp(outcome, in->outcome) && same_summary &&
+                subset(refs, crefs)) {
+                *v = (struct verdict){"NOT", c, ""};
+                snprintf(v->reason, sizeof(v->reason),
+                         "same task, same outcome and nothing new: %s has it", 
+                         json_string_value(json_object_get(c, "id")));
+                return;
+            }
+            if (pass == 1 && !strcmp(in->outcome, "success") && !strcmp(outcome, "failure")) {
+                *v = (struct verdict){"REPLACE", c, ""};
+                snprintf(v->reason, sizeof(v->reason),
+                         "a success after the failure of %s on the same task",
+                         json_string_value(json_object_get(c, "id")));
+                return;
+            }
+            if (pass == 2 && !strcmp(in->outcome, "success") && !strcmp(outcome, "success") &&
+                (!same_summary || !subset(refs, crefs) || !subset(crefs, refs))) {
+                *v = (struct verdict){"MERGE", c, ""};
+                snprintf(v->reason, sizeof(v->reason),
+                         "two successes on the same task with %s: both are kept",
+                         !same_summary ? "different approaches" : "different references");
+                return;
+            }
+        }
+    *v = (struct verdict){"ADD", NULL, ""};
+    snprintf(v->reason, sizeof(v->reason),
+             "similar runs, but none the same task with this outcome to skip, replace or merge");
+}
+
+/* ---- the model judge ------------------------------------------------------------- */
+
+static json_t *judge_body(const struct memory_input *in, const json_t *refs,
+                          const json_t *candidates, const double *sims)
+{
+    json_t *cands = json_array(), *c;
+    char *text;
+    size_t i;
+
+    json_array_foreach(candidates, i, c)
+        json_array_append_new(cands, json_pack("{s:O, s:f, s:O, s:O, s:O, s:i, s:i}", "id",
+                                               json_object_get(c, "id"), "similarity", sims[i],
+                                               "task", json_object_get(c, "task"), "summary",
+                                               json_object_get(c, "summary"), "outcome",
+                                               json_object_get(c, "outcome"), "references",
+                                               (int)json_array_size(json_object_get(c, "references")),
+                                               "artifacts",
+                                               (int)json_array_size(json_object_get(c, "artifacts"))));
+    json_t *doc = json_pack("{s:{s:s, s:s, s:s, s:i, s:i}, s:o}", "run", "task", in->task,
+                            "summary", in->summary ? in->summary : "", "outcome", in->outcome,
+                            "references", (int)json_array_size(refs), "artifacts",
+                            (int)json_array_size(in->artifacts), "similar_runs", cands);
+    if (!doc || !(text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS))) {
+        json_decref(doc);
+        return NULL;
+    }
+    json_decref(doc);
+    json_t *body = json_pack(
+        "{s:[{s:s, s:s}, {s:s, s:s}], s:i}", "messages", "role", "system", "content",
+        "You decide whether a finished run enters a memory of past runs. ADD: it adds new "
+        "information. NOT: it is redundant with a similar run. REPLACE: it is a better version "
+        "of a similar run (for example a success where that run failed). MERGE: it complements "
+        "a similar run (both succeeded, with different approaches or references). Answer with "
+        "JSON only: {\"decision\": \"ADD|NOT|REPLACE|MERGE\", \"target_run_id\": \"the similar "
+        "run's id, for REPLACE or MERGE\", \"reason\": \"one sentence\"}.",
+        "role", "user", "content", text, "temperature", 0);
+    keel_free(text);
+    return body;
+}
+
+/* Asks the model; on any failure *v is ADD with the reason. */
+static void model_judge(struct memory *m, const struct memory_input *in, const json_t *refs,
+                        const json_t *candidates, const double *sims, struct verdict *v)
+{
+    static const char *const decisions[] = {"ADD", "NOT", "REPLACE", "MERGE"};
+    json_t *body = judge_body(in, refs, candidates, sims), *doc = NULL, *c;
+    struct llm_reply reply;
+    struct keel_error lerr;
+    const char *decision, *target, *reason;
+    size_t i;
+
+    *v = (struct verdict){"ADD", NULL, ""};
+    llm_reply_init(&reply);
+    keel_error_clear(&lerr);
+    if (!body || llm_chat(m->judge, body, NULL, NULL, &reply, &lerr)) {
+        snprintf(v->reason, sizeof(v->reason), "ADD, as the model judge failed: %s",
+                 body ? lerr.message : "out of memory");
+        goto out;
+    }
+    if (llm_extract_json(reply.text.data, reply.text.len, JUDGE_REPLY_MAX, &doc, &lerr)) {
+        snprintf(v->reason, sizeof(v->reason), "ADD, as the model judge's answer is not JSON: %s",
+                 lerr.message);
+        goto out;
+    }
+    decision = json_string_value(json_object_get(doc, "decision"));
+    target = json_string_value(json_object_get(doc, "target_run_id"));
+    reason = json_string_value(json_object_get(doc, "reason"));
+    for (i = 0; i < 4 && !(decision && !strcmp(decision, decisions[i])); i++)
+        ;
+    if (i == 4) {
+        snprintf(v->reason, sizeof(v->reason),
+                 "ADD, as the model judge's decision is not ADD, NOT, REPLACE or MERGE");
+        goto out;
+    }
+    v->decision = decisions[i];
+    if (target && *target) {
+        json_array_foreach(candidates, i, c)
+            if (!strcmp(json_string_value(json_object_get(c, "id")), target))
+                v->target = c;
+        if (!v->target) {
+            *v = (struct verdict){"ADD", NULL, ""};
+            snprintf(v->reason, sizeof(v->reason),
+                     "ADD, as the model judge named a run that is not a candidate");
+            goto out;
+        }
+    }
+    if (!v->target && (i == 2 || i == 3))
+        v->target = json_array_get(candidates, 0);   /* REPLACE/MERGE without one: the best */
+    snprintf(v->reason, sizeof(v->reason), "%.380s",
+             reason && *reason ? reason : "(the model gave no reason)");
+out:
+    utf8_clean(v->reason);
+    json_decref(doc);
+    json_decref(body);
+    llm_reply_release(&reply);
+}
+
+/* ---- execution ------------------------------------------------------------------- */
+
+static int contains(const json_t *a, const json_t *x)
+{
+    const json_t *y;
+    size_t i;
+
+    json_array_foreach(a, i, y)
+        if (json_equal(x, y))
+            return 1;
+    return 0;
+}
+
+static json_t *union_refs(const json_t *a, const json_t *b)
+{
+    json_t *out = json_is_array(a) ? json_copy((json_t *)a) : json_array(), *x;
+    size_t i;
+
+    json_array_foreach(b, i, x)
+        if (out && !contains(out, x))
+            json_array_append(out, x);
+    return out;
+}
+
+int memory_admit(struct memory *m, const struct memory_input *in, json_t **out,
+                 struct keel_error *err)
+{
+    struct memory_hit hits[MEMORY_TOP_K];
+    const char *ids[MEMORY_TOP_K];
+    double sims[MEMORY_TOP_K];
+    float vector[MEMORY_DIM];
+    char id[KEEL_ID_MAX], *refs_text = NULL, *artifacts_text = NULL, *merged_text = NULL;
+    json_t *refs = in->references ? json_incref((json_t *)in->references) : json_array();
+    json_t *candidates = NULL, *cand_out = json_array(), *merged = NULL;
+    struct verdict v;
+    const char *judge = "rules";
+    size_t n;
+    int rc;
+
+    if ((rc = check_input(in, err)) || (rc = sync_index(m, err)))
+        goto out;
+    if (in->id)
+        snprintf(id, sizeof(id), "%s", in->id);
+    else
+        keel_id_new("run", id, sizeof(id));
+    memory_embed(in->task, in->summary, vector);
+    n = memory_index_search(m->index, vector, MEMORY_TOP_K, (float)m->conf.min_similarity, hits);
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = hits[i].id;
+        sims[i] = hits[i].similarity;
+        json_array_append_new(cand_out, json_pack("{s:s, s:f}", "id", hits[i].id, "similarity",
+                                                  round(hits[i].similarity * 1e4) / 1e4));
+    }
+    if ((rc = store_memory_get(m->store, ids, n, &candidates, err)))
+        goto out;
+    if (json_array_size(candidates) != n) {
+        rc = keel_error_set(err, KEEL_EIO, "memory", "the index names runs the store lacks");
+        goto out;
+    }
+    if (!n) {
+        v = (struct verdict){"ADD", NULL, ""};
+        snprintf(v.reason, sizeof(v.reason), "no active run is similar (%.2f or more)",
+                 m->conf.min_similarity);
+    } else if (m->judge) {
+        judge = "model";
+        model_judge(m, in, refs, candidates, sims, &v);
+    } else {
+        rules(m, in, refs, candidates, sims, &v);
+    }
+
+    struct store_memory_run run = {id, in->task, in->summary ? in->summary : "", in->outcome,
+                                   NULL, NULL, in->conversation_id, in->now_ms, MEMORY_EMBEDDER,
+                                   MEMORY_DIM, vector};
+    double similarity = -1;
+    const char *target = v.target ? json_string_value(json_object_get(v.target, "id")) : NULL;
+    int new_canonical = 1;
+
+    for (size_t i = 0; i < n; i++)
+        if (target && !strcmp(ids[i], target))
+            similarity = round(sims[i] * 1e4) / 1e4;
+    if (!strcmp(v.decision, "MERGE")) {
+        /* success over failure, newer over older: the new run unless it
+         * failed where the other succeeded */
+        new_canonical = !(strcmp(in->outcome, "success") &&
+                          !strcmp(json_string_value(json_object_get(v.target, "outcome")),
+                                  "success"));
+        merged = union_refs(json_object_get(v.target, "references"), refs);
+        merged_text = merged ? json_dumps(merged, JSON_COMPACT) : NULL;
+    }
+    refs_text = json_dumps(refs, JSON_COMPACT);
+    artifacts_text = json_dumps(in->artifacts ? in->artifacts : json_array(), JSON_COMPACT);
+    run.refs_json = refs_text;
+    run.artifacts_json = artifacts_text;
+    struct store_memory_change change = {v.decision, &run, target, v.reason,
+                                         n ? (similarity >= 0 ? similarity
+                                                              : round(sims[0] * 1e4) / 1e4)
+                                           : -1,
+                                         judge, in->now_ms, merged_text, new_canonical};
+    if (!refs_text || !artifacts_text || (!strcmp(v.decision, "MERGE") && !merged_text)) {
+        rc = keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+        goto out;
+    }
+    if ((rc = store_memory_apply(m->store, &change, err)))
+        goto out;
+    if (strcmp(v.decision, "NOT"))
+        memory_index_put(m->index, id, vector);
+    if (!strcmp(v.decision, "REPLACE"))
+        memory_index_remove(m->index, target);
+    *out = json_pack("{s:s, s:s, s:s?, s:s, s:o, s:s, s:O}", "run_id", id, "decision",
+                     v.decision, "target_run_id", target, "reason", v.reason, "similarity",
+                     change.similarity >= 0 ? json_real(change.similarity) : json_null(), "judge",
+                     judge, "candidates", cand_out);
+    if (!*out)
+        rc = keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory (the decision is stored)");
+out:
+    keel_free(refs_text);
+    keel_free(artifacts_text);
+    keel_free(merged_text);
+    json_decref(merged);
+    json_decref(refs);
+    json_decref(candidates);
+    json_decref(cand_out);
+    return rc;
+}
+
+int memory_search(struct memory *m, const char *query, int limit, json_t **out,
+                  struct keel_error *err)
+{
+    struct memory_hit hits[MEMORY_SEARCH_MAX];
+    const char *ids[MEMORY_SEARCH_MAX];
+    float vector[MEMORY_DIM];
+    json_t *runs = NULL, *r;
+    size_t n, i;
+    int rc;
+
+    if ((rc = check_text(query, "query", 1, err)))
+        return rc;
+    if (limit < 1 || limit > MEMORY_SEARCH_MAX)
+        return keel_error_set(err, KEEL_EINVAL, "limit", "must be 1 to %d", MEMORY_SEARCH_MAX);
+    if ((rc = sync_index(m, err)))
+        return rc;
+    memory_embed(query, NULL, vector);
+    n = memory_index_search(m->index, vector, (size_t)limit, 1e-6f, hits);
+    for (i = 0; i < n; i++)
+        ids[i] = hits[i].id;
+    if ((rc = store_memory_get(m->store, ids, n, &runs, err)))
+        return rc;
+    json_array_foreach(runs, i, r)
+        for (size_t k = 0; k < n; k++)
+            if (!strcmp(json_string_value(json_object_get(r, "id")), hits[k].id))
+                json_object_set_new(r, "similarity",
+                                    json_real(round(hits[k].similarity * 1e4) / 1e4));
+    *out = runs;
+    return KEEL_OK;
+}

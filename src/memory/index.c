@@ -1,0 +1,208 @@
+/*
+ * index.c — the exact similarity index: the active runs' vectors in one
+ * contiguous array, read in full by each search with memory_dot's 16
+ * partial sums (memory-bandwidth bound: ../shared/DEPENDENCIES.md), and
+ * an open-addressing table from run id to slot for puts and removes. A
+ * removed run's slot takes the last one (swap-remove), so the array
+ * stays dense. Searches share a read lock; puts and removes take it
+ * exclusively.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "memory/memory.h"
+
+#define ID_MAX 64
+
+struct memory_index {
+    int dim;
+    size_t n, cap;
+    float *vectors;           /* n × dim */
+    char (*ids)[ID_MAX];      /* n */
+    uint64_t *order;          /* n: when each was added, for ties */
+    uint64_t next_order;
+    int32_t *table;           /* slot + 1, 0 empty, -1 deleted; table_cap entries */
+    size_t table_cap, table_used;
+    pthread_rwlock_t lock;
+};
+
+static uint64_t hash_id(const char *id)
+{
+    uint64_t h = 14695981039346656037ull;
+
+    for (; *id; id++)
+        h = (h ^ (unsigned char)*id) * 1099511628211ull;
+    return h;
+}
+
+struct memory_index *memory_index_new(int dim)
+{
+    struct memory_index *ix = keel_calloc(1, sizeof(*ix));
+
+    if (!ix)
+        return NULL;
+    ix->dim = dim;
+    pthread_rwlock_init(&ix->lock, NULL);
+    return ix;
+}
+
+void memory_index_free(struct memory_index *ix)
+{
+    if (!ix)
+        return;
+    pthread_rwlock_destroy(&ix->lock);
+    keel_free(ix->vectors);
+    keel_free(ix->ids);
+    keel_free(ix->order);
+    keel_free(ix->table);
+    keel_free(ix);
+}
+
+size_t memory_index_size(const struct memory_index *ix)
+{
+    return ix->n;
+}
+
+/* The table position of `id`, or of the first free one on its probe
+ * path (*found 0). */
+static size_t probe(const struct memory_index *ix, const char *id, int *found)
+{
+    size_t mask = ix->table_cap - 1, i = hash_id(id) & mask, free_at = SIZE_MAX;
+
+    for (;; i = (i + 1) & mask) {
+        int32_t t = ix->table[i];
+        if (t == 0) {
+            *found = 0;
+            return free_at != SIZE_MAX ? free_at : i;
+        }
+        if (t < 0) {
+            if (free_at == SIZE_MAX)
+                free_at = i;
+        } else if (!strcmp(ix->ids[t - 1], id)) {
+            *found = 1;
+            return i;
+        }
+    }
+}
+
+static int rehash(struct memory_index *ix, size_t cap)
+{
+    int32_t *table = keel_calloc(cap, sizeof(*table));
+
+    if (!table)
+        return KEEL_ENOMEM;
+    keel_free(ix->table);
+    ix->table = table;
+    ix->table_cap = cap;
+    ix->table_used = ix->n;
+    for (size_t s = 0; s < ix->n; s++) {
+        int found;
+        table[probe(ix, ix->ids[s], &found)] = (int32_t)s + 1;
+    }
+    return KEEL_OK;
+}
+
+static int grow(struct memory_index *ix)
+{
+    size_t cap = ix->cap ? ix->cap * 2 : 64;
+    float *v = keel_realloc(ix->vectors, cap * (size_t)ix->dim * sizeof(float));
+    char(*ids)[ID_MAX];
+    uint64_t *order;
+
+    if (!v)
+        return KEEL_ENOMEM;
+    ix->vectors = v;
+    if (!(ids = keel_realloc(ix->ids, cap * ID_MAX)))
+        return KEEL_ENOMEM;
+    ix->ids = ids;
+    if (!(order = keel_realloc(ix->order, cap * sizeof(*order))))
+        return KEEL_ENOMEM;
+    ix->order = order;
+    ix->cap = cap;
+    return KEEL_OK;
+}
+
+int memory_index_put(struct memory_index *ix, const char *id, const float *v)
+{
+    size_t at;
+    int found, rc = KEEL_OK;
+
+    if (strlen(id) >= ID_MAX)
+        return KEEL_EINVAL;
+    pthread_rwlock_wrlock(&ix->lock);
+    if ((ix->table_used + 1) * 2 > ix->table_cap)
+        rc = rehash(ix, ix->table_cap ? ix->table_cap * 2 : 128);
+    if (!rc) {
+        at = probe(ix, id, &found);
+        if (found) {
+            size_t s = (size_t)ix->table[at] - 1;
+            memcpy(ix->vectors + s * (size_t)ix->dim, v, (size_t)ix->dim * sizeof(float));
+        } else if (ix->n < ix->cap || !(rc = grow(ix))) {
+            size_t s = ix->n++;
+            memcpy(ix->vectors + s * (size_t)ix->dim, v, (size_t)ix->dim * sizeof(float));
+            strcpy(ix->ids[s], id);
+            ix->order[s] = ix->next_order++;
+            if (ix->table[at] == 0)
+                ix->table_used++;
+            ix->table[at] = (int32_t)s + 1;
+        }
+    }
+    pthread_rwlock_unlock(&ix->lock);
+    return rc;
+}
+
+void memory_index_remove(struct memory_index *ix, const char *id)
+{
+    size_t at, s, last;
+    int found;
+
+    pthread_rwlock_wrlock(&ix->lock);
+    if (!ix->table_cap || strlen(id) >= ID_MAX || (at = probe(ix, id, &found), !found)) {
+        pthread_rwlock_unlock(&ix->lock);
+        return;
+    }
+    s = (size_t)ix->table[at] - 1;
+    ix->table[at] = -1;
+    last = --ix->n;
+    if (s != last) {   /* the last one takes the freed slot */
+        int f;
+        memcpy(ix->vectors + s * (size_t)ix->dim, ix->vectors + last * (size_t)ix->dim,
+               (size_t)ix->dim * sizeof(float));
+        memcpy(ix->ids[s], ix->ids[last], ID_MAX);
+        ix->order[s] = ix->order[last];
+        ix->table[probe(ix, ix->ids[s], &f)] = (int32_t)s + 1;
+    }
+    pthread_rwlock_unlock(&ix->lock);
+}
+
+size_t memory_index_search(const struct memory_index *ix, const float *q, size_t k, float min,
+                           struct memory_hit *hits)
+{
+    uint64_t orders[MEMORY_SEARCH_MAX];
+    size_t n = 0;
+
+    if (k > sizeof(orders) / sizeof(orders[0]))
+        k = sizeof(orders) / sizeof(orders[0]);
+    pthread_rwlock_rdlock((pthread_rwlock_t *)&ix->lock);
+    for (size_t s = 0; s < ix->n; s++) {
+        float sim = memory_dot(q, ix->vectors + s * (size_t)ix->dim, ix->dim);
+        size_t at;
+        if (sim < min || (n == k && (sim < hits[n - 1].similarity ||
+                                     (sim == hits[n - 1].similarity &&
+                                      ix->order[s] > orders[n - 1]))))
+            continue;
+        at = n < k ? n++ : k - 1;
+        while (at > 0 && (hits[at - 1].similarity < sim ||
+                          (hits[at - 1].similarity == sim && orders[at - 1] > ix->order[s]))) {
+            hits[at] = hits[at - 1];
+            orders[at] = orders[at - 1];
+            at--;
+        }
+        hits[at].similarity = sim;
+        memcpy(hits[at].id, ix->ids[s], ID_MAX);
+        orders[at] = ix->order[s];
+    }
+    pthread_rwlock_unlock((pthread_rwlock_t *)&ix->lock);
+    return n;
+}

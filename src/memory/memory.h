@@ -1,0 +1,121 @@
+/*
+ * memory.h — long-term memory of finished runs (seed 003): what enters
+ * it is decided by code — ADD, NOT, REPLACE or MERGE — with an optional
+ * model as judge for the ambiguous middle, and every decision is kept.
+ *
+ *   run → embed → the top 3 active runs with similarity ≥ 0.7 →
+ *     none: ADD (deterministic)
+ *     else: the judge (the model when configured, else the rules) →
+ *   execute in the store (one transaction) → the index follows
+ *
+ * The embedder (embed.c) hashes word unigrams and bigrams and character
+ * trigrams into a fixed dimension, L2-normalised: deterministic, no
+ * model needed. The index (index.c) holds the active runs' vectors and
+ * answers the nearest ones by exact search. admit.c holds the rules, the
+ * model judge and the execution.
+ */
+#ifndef KEEL_MEMORY_MEMORY_H
+#define KEEL_MEMORY_MEMORY_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+#define MEMORY_DIM 256               /* the hashed embedder's dimension */
+#define MEMORY_TEXT_MAX (16u << 10)  /* bytes of a task or summary */
+#define MEMORY_TOP_K 3
+#define MEMORY_SEARCH_MAX 100        /* runs one search returns at most */
+
+/* ---- the hashed embedder (embed.c) ------------------------------------------- */
+
+#define MEMORY_EMBEDDER "hashed-v1"
+
+/* Writes the embedding of a run — its task and its summary, the task
+ * weighing twice — into out[MEMORY_DIM]: word unigrams and bigrams
+ * after case folding and light suffix stripping, character trigrams of
+ * each word, each hashed to a signed position; L2-normalised (all zero
+ * for a text without words). Deterministic across runs and machines. */
+void memory_embed(const char *task, const char *summary, float out[MEMORY_DIM]);
+
+/* The cosine similarity of two normalised vectors. */
+float memory_dot(const float *a, const float *b, int dim);
+
+/* ---- the index (index.c) ------------------------------------------------------ */
+
+struct memory_hit {
+    char id[64];
+    float similarity;
+};
+
+struct memory_index;
+
+/* An empty index of `dim`-dimensional vectors. NULL when out of memory. */
+struct memory_index *memory_index_new(int dim);
+void memory_index_free(struct memory_index *ix);
+
+/* Adds or replaces the vector of run `id` (at most 63 bytes). */
+int memory_index_put(struct memory_index *ix, const char *id, const float *v);
+
+/* Removes run `id`; nothing when it is not there. */
+void memory_index_remove(struct memory_index *ix, const char *id);
+
+size_t memory_index_size(const struct memory_index *ix);
+
+/* The at most `k` (≤ MEMORY_SEARCH_MAX) runs nearest `q` with
+ * similarity ≥ `min`, best first (ties: the earlier added first). Exact: every vector is read. Returns
+ * how many hits were written. */
+size_t memory_index_search(const struct memory_index *ix, const float *q, size_t k, float min,
+                           struct memory_hit *hits);
+
+/* ---- admission (admit.c) ------------------------------------------------------ */
+
+struct store;
+struct llm;
+
+struct memory_conf {
+    double min_similarity;       /* candidates from here: 0.7 */
+    double same_task_similarity; /* a run this close is the same task: 0.95 */
+};
+
+/* The defaults above. */
+void memory_conf_default(struct memory_conf *conf);
+
+/* A finished run to admit. references/artifacts are arrays (borrowed;
+ * NULL: empty); id NULL: a fresh "run_…" id. */
+struct memory_input {
+    const char *id;
+    const char *task;
+    const char *summary;
+    const char *outcome;         /* success | failure | partial */
+    const json_t *references;    /* strings */
+    const json_t *artifacts;
+    const char *conversation_id; /* may be NULL */
+    int64_t now_ms;
+};
+
+struct memory;
+
+/* Memory over `store` (borrowed): the index is built from the store's
+ * decisions. `judge` (borrowed, may be NULL) is the model that decides
+ * the ambiguous cases; without one the rules do. */
+int memory_open(struct store *store, const struct memory_conf *conf, struct llm *judge,
+                struct memory **out, struct keel_error *err);
+void memory_free(struct memory *m);
+
+/* Checks `in` (KEEL_EINVAL naming the field), finds the top 3 active runs
+ * with similarity ≥ min_similarity, decides ADD / NOT / REPLACE / MERGE
+ * and stores the decision and its change in one transaction. *out is a
+ * new object {run_id, decision, target_run_id, reason, similarity,
+ * judge, candidates[{id, similarity}]}. */
+int memory_admit(struct memory *m, const struct memory_input *in, json_t **out,
+                 struct keel_error *err);
+
+/* The active runs nearest `query`, at most `limit` (1..100), best first:
+ * a new array of runs, each with its similarity. Superseded runs are
+ * never returned. */
+int memory_search(struct memory *m, const char *query, int limit, json_t **out,
+                  struct keel_error *err);
+
+#endif

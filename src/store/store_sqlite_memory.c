@@ -1,0 +1,241 @@
+/*
+ * store_sqlite_memory.c — long-term memory in the SQLite store
+ * (migration 7): runs with their vectors (a BLOB of floats) and every
+ * admission decision. A decision and its change are one transaction;
+ * the decisions' sequence is what indexes replay to stay in step.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/json.h"
+#include "store/store_sqlite_int.h"
+
+#define BIND_TEXT(stmt, i, s) sqlite3_bind_text((stmt), (i), (s), -1, SQLITE_STATIC)
+
+static int insert_run(struct sqlite_store *st, const struct store_memory_run *r,
+                      struct keel_error *err)
+{
+    sqlite3_stmt *stmt = st->stmt[ST_MEM_RUN_INSERT];
+    int rc;
+
+    BIND_TEXT(stmt, 1, r->id);
+    BIND_TEXT(stmt, 2, r->task);
+    BIND_TEXT(stmt, 3, r->summary);
+    BIND_TEXT(stmt, 4, r->outcome);
+    BIND_TEXT(stmt, 5, r->refs_json);
+    BIND_TEXT(stmt, 6, r->artifacts_json);
+    BIND_TEXT(stmt, 7, r->conversation_id);
+    sqlite3_bind_int64(stmt, 8, r->created_ms);
+    BIND_TEXT(stmt, 9, r->embedder);
+    sqlite3_bind_int(stmt, 10, r->dim);
+    sqlite3_bind_blob(stmt, 11, r->vector, r->dim * (int)sizeof(float), SQLITE_STATIC);
+    rc = sqlite3_step(stmt);
+    sqlite_stmt_done(stmt);
+    if ((rc & 0xff) == SQLITE_CONSTRAINT)
+        return keel_error_set(err, KEEL_EFAIL, "id", "a run with id \"%s\" exists", r->id);
+    return rc == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, rc, "saving a run", err);
+}
+
+/* Runs a statement of the change that must touch `want` rows. */
+static int change_rows(struct sqlite_store *st, sqlite3_stmt *stmt, int want, const char *target,
+                       struct keel_error *err)
+{
+    int rc = sqlite3_step(stmt);
+
+    sqlite_stmt_done(stmt);
+    if (rc != SQLITE_DONE)
+        return sqlite_fail(st, rc, "changing a run", err);
+    if (sqlite3_changes(st->db) != want)
+        return keel_error_set(err, KEEL_ENOTFOUND, "target_run_id",
+                              "\"%s\" is not an active run", target);
+    return KEEL_OK;
+}
+
+static int apply(struct sqlite_store *st, const struct store_memory_change *c,
+                 struct keel_error *err)
+{
+    sqlite3_stmt *stmt;
+    int rc = KEEL_OK;
+
+    if (strcmp(c->decision, "NOT"))
+        rc = insert_run(st, c->run, err);
+    if (!rc && !strcmp(c->decision, "REPLACE")) {
+        stmt = st->stmt[ST_MEM_SUPERSEDE];
+        BIND_TEXT(stmt, 1, c->target_id);
+        BIND_TEXT(stmt, 2, c->run->id);
+        rc = change_rows(st, stmt, 1, c->target_id, err);
+    } else if (!rc && !strcmp(c->decision, "MERGE")) {
+        stmt = st->stmt[ST_MEM_MERGE];
+        BIND_TEXT(stmt, 1, c->target_id);
+        BIND_TEXT(stmt, 2, c->run->id);
+        sqlite3_bind_int(stmt, 3, c->new_canonical);
+        BIND_TEXT(stmt, 4, c->merged_refs_json);
+        rc = change_rows(st, stmt, 2, c->target_id, err);
+    }
+    if (rc)
+        return rc;
+    stmt = st->stmt[ST_MEM_DECISION_INSERT];
+    BIND_TEXT(stmt, 1, c->run->id);
+    BIND_TEXT(stmt, 2, c->decision);
+    BIND_TEXT(stmt, 3, c->target_id);
+    BIND_TEXT(stmt, 4, c->reason);
+    if (c->similarity >= 0)
+        sqlite3_bind_double(stmt, 5, c->similarity);
+    else
+        sqlite3_bind_null(stmt, 5);
+    BIND_TEXT(stmt, 6, c->judge);
+    BIND_TEXT(stmt, 7, c->run->task);
+    sqlite3_bind_int64(stmt, 8, c->ts_ms);
+    rc = sqlite3_step(stmt);
+    sqlite_stmt_done(stmt);
+    return rc == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, rc, "saving a decision", err);
+}
+
+int sqlite_memory_apply(struct store *store, const struct store_memory_change *change,
+                        struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    int rc;
+
+    if ((rc = sqlite_connection_ready(st, err)) ||
+        (rc = sqlite_tx_begin(st, "saving a memory decision", err)))
+        return rc;
+    if ((rc = apply(st, change, err))) {
+        sqlite_tx_rollback(st);
+        return rc;
+    }
+    return sqlite_tx_commit(st, "saving a memory decision", err);
+}
+
+int sqlite_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, void *ctx,
+                       struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    sqlite3_stmt *stmt;
+    int rc, step;
+
+    if ((rc = sqlite_connection_ready(st, err)))
+        return rc;
+    stmt = st->stmt[ST_MEM_SYNC];
+    sqlite3_bind_int64(stmt, 1, *seq);
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        const char *decision = (const char *)sqlite3_column_text(stmt, 1);
+        const char *run = (const char *)sqlite3_column_text(stmt, 2);
+        const char *target = (const char *)sqlite3_column_text(stmt, 3);
+        int dim = sqlite3_column_int(stmt, 5);
+        const void *blob = sqlite3_column_blob(stmt, 6);
+
+        *seq = sqlite3_column_int64(stmt, 0);
+        if (!strcmp(decision, "NOT"))
+            continue;
+        if (!blob || sqlite3_column_bytes(stmt, 6) != dim * (int)sizeof(float)) {
+            rc = keel_error_set(err, KEEL_EIO, "memory", "run \"%s\" has a damaged vector", run);
+            break;
+        }
+        if ((rc = fn(ctx, run, (const char *)sqlite3_column_text(stmt, 4), dim, blob)))
+            break;
+        if (!strcmp(decision, "REPLACE") && (rc = fn(ctx, target, NULL, 0, NULL)))
+            break;
+    }
+    sqlite_stmt_done(stmt);
+    if (!rc && step != SQLITE_DONE)
+        rc = sqlite_fail(st, step, "reading memory decisions", err);
+    else if (rc && !err->code)
+        keel_error_set(err, rc, "memory", "the index could not follow the store");
+    return rc;
+}
+
+static json_t *run_json(sqlite3_stmt *stmt)
+{
+    json_t *refs = NULL, *artifacts = NULL;
+    const char *r = (const char *)sqlite3_column_text(stmt, 4);
+    const char *a = (const char *)sqlite3_column_text(stmt, 5);
+
+    refs = json_loads(r, 0, NULL);
+    artifacts = json_loads(a, 0, NULL);
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:s?, s:I, s:s, s:s?, s:b, s:i}", "id",
+                     (const char *)sqlite3_column_text(stmt, 0), "task",
+                     (const char *)sqlite3_column_text(stmt, 1), "summary",
+                     (const char *)sqlite3_column_text(stmt, 2), "outcome",
+                     (const char *)sqlite3_column_text(stmt, 3), "references",
+                     refs ? refs : json_array(), "artifacts", artifacts ? artifacts : json_array(),
+                     "conversation_id", (const char *)sqlite3_column_text(stmt, 6), "created_at",
+                     (json_int_t)sqlite3_column_int64(stmt, 7), "status",
+                     (const char *)sqlite3_column_text(stmt, 8), "superseded_by",
+                     (const char *)sqlite3_column_text(stmt, 9), "canonical",
+                     sqlite3_column_int(stmt, 10), "uses", sqlite3_column_int(stmt, 11));
+}
+
+int sqlite_memory_get(struct store *store, const char *const *ids, size_t n, json_t **out,
+                      struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    sqlite3_stmt *stmt = st->stmt[ST_MEM_GET];
+    json_t *list;
+    int rc, step;
+
+    if ((rc = sqlite_connection_ready(st, err)))
+        return rc;
+    if (!(list = json_array()))
+        return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+    for (size_t i = 0; i < n && !rc; i++) {
+        BIND_TEXT(stmt, 1, ids[i]);
+        step = sqlite3_step(stmt);
+        if (step == SQLITE_ROW) {
+            if (json_array_append_new(list, run_json(stmt)))
+                rc = keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+        } else if (step != SQLITE_DONE) {
+            rc = sqlite_fail(st, step, "reading runs", err);
+        }
+        sqlite_stmt_done(stmt);
+    }
+    if (rc) {
+        json_decref(list);
+        return rc;
+    }
+    *out = list;
+    return KEEL_OK;
+}
+
+int sqlite_memory_decisions(struct store *store, int limit, int offset, json_t **out,
+                            struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    sqlite3_stmt *stmt = st->stmt[ST_MEM_DECISIONS];
+    json_t *list;
+    int rc, step;
+
+    if ((rc = sqlite_connection_ready(st, err)))
+        return rc;
+    if (!(list = json_array()))
+        return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+    sqlite3_bind_int(stmt, 1, limit);
+    sqlite3_bind_int(stmt, 2, offset);
+    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
+        json_t *d = json_pack(
+            "{s:I, s:s, s:s, s:s?, s:s, s:o, s:s, s:s, s:I}", "seq",
+            (json_int_t)sqlite3_column_int64(stmt, 0), "run_id",
+            (const char *)sqlite3_column_text(stmt, 1), "decision",
+            (const char *)sqlite3_column_text(stmt, 2), "target_run_id",
+            (const char *)sqlite3_column_text(stmt, 3), "reason",
+            (const char *)sqlite3_column_text(stmt, 4), "similarity",
+            sqlite3_column_type(stmt, 5) == SQLITE_NULL ? json_null()
+                                                        : json_real(sqlite3_column_double(stmt, 5)),
+            "judge", (const char *)sqlite3_column_text(stmt, 6), "task",
+            (const char *)sqlite3_column_text(stmt, 7), "ts",
+            (json_int_t)sqlite3_column_int64(stmt, 8));
+        if (json_array_append_new(list, d)) {
+            sqlite_stmt_done(stmt);
+            json_decref(list);
+            return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+        }
+    }
+    sqlite_stmt_done(stmt);
+    if (step != SQLITE_DONE) {
+        json_decref(list);
+        return sqlite_fail(st, step, "reading memory decisions", err);
+    }
+    *out = list;
+    return KEEL_OK;
+}
