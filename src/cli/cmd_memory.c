@@ -35,7 +35,7 @@ static void memory_usage(FILE *out)
 
 static void print_json(const json_t *v)
 {
-    char *text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+    char *text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(6));
 
     printf("%s\n", text ? text : "null");
     keel_free(text);

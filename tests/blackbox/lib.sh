@@ -127,3 +127,39 @@ npm_package() {
     cp "$root/tests/$1"/*.mjs "$cache/"
     printf '%s' "$cache"
 }
+
+# ---- the scripted model server (t_llm.sh, t_memory.sh) ----
+
+FAKE_OPENAI=${FAKE_OPENAI:-$(dirname "$KEEL")/keel-fake-openai}
+
+# model_start: starts the fake model server; sets $CTL (its control URL)
+# and $LLM (its /v1).
+model_start() {
+    rm -f "$TMP/model.port"
+    "$FAKE_OPENAI" --port-file "$TMP/model.port" > "$TMP/model.log" 2>&1 &
+    MODEL_PID=$!
+    bg_track "$MODEL_PID"
+    i=0
+    while [ ! -s "$TMP/model.port" ]; do
+        i=$((i + 1))
+        [ "$i" -lt 200 ] || { echo "keel-fake-openai did not start"; return 1; }
+        sleep 0.05
+    done
+    CTL="http://127.0.0.1:$(cat "$TMP/model.port")"
+    LLM="$CTL/v1"
+    unset KEEL_LLM_URL KEEL_LLM_MODEL KEEL_LLM_KEY_ENV
+}
+
+# model_script JSON: the fake's replies, in order (the last repeats).
+model_script() {
+    curl -sf -X POST "$CTL/_script" -H "$J" -d "$1" > /dev/null || {
+        RC=1 OUT= ERR=
+        fail "the fake model refused the script"
+    }
+}
+
+# model_requests: the chat request bodies the fake received, as JSON.
+model_requests() {
+    curl -sf "$CTL/_requests"
+}
+

@@ -3,39 +3,7 @@
 # every guardrail of the policy over the model, failing closed, streaming
 # over both stream endpoints, and the request body keel sends upstream.
 
-FAKE_OPENAI=${FAKE_OPENAI:-$(dirname "$KEEL")/keel-fake-openai}
 LLM_NOW=2026-11-24T12:00:00Z
-
-# model_start: starts the fake model server; sets $CTL (its control URL)
-# and $LLM (its /v1).
-model_start() {
-    rm -f "$TMP/model.port"
-    "$FAKE_OPENAI" --port-file "$TMP/model.port" > "$TMP/model.log" 2>&1 &
-    MODEL_PID=$!
-    bg_track "$MODEL_PID"
-    i=0
-    while [ ! -s "$TMP/model.port" ]; do
-        i=$((i + 1))
-        [ "$i" -lt 200 ] || { echo "keel-fake-openai did not start"; return 1; }
-        sleep 0.05
-    done
-    CTL="http://127.0.0.1:$(cat "$TMP/model.port")"
-    LLM="$CTL/v1"
-    unset KEEL_LLM_URL KEEL_LLM_MODEL KEEL_LLM_KEY_ENV
-}
-
-# model_script JSON: the fake's replies, in order (the last repeats).
-model_script() {
-    curl -sf -X POST "$CTL/_script" -H "$J" -d "$1" > /dev/null || {
-        RC=1 OUT= ERR=
-        fail "the fake model refused the script"
-    }
-}
-
-# model_requests: the chat request bodies the fake received, as JSON.
-model_requests() {
-    curl -sf "$CTL/_requests"
-}
 
 # ask MESSAGE [ARGS…]: one turn of keel chat --json with the model; the
 # turn's JSON in $OUT.

@@ -1,0 +1,121 @@
+# Long-term memory (seed 003) through `keel memory`: the seed's four
+# scenarios with the rules, then with a scripted model judge, including a
+# judge whose answer is garbage.
+
+SCHEMA='Create a completely new database schema for user authentication'
+SQL='Generate optimized SQL queries for user data'
+API='Build REST API for user management'
+
+# mem ARGS…: keel memory with --json on the test's store ($MEMDB); $OUT
+# is its JSON.
+mem() {
+    run "$KEEL" memory "$@" --json --db "$MEMDB"
+}
+
+scenarios() {
+    mem add --task "$SCHEMA" --outcome success --summary 'CREATE TABLE users (id SERIAL PRIMARY KEY, email TEXT UNIQUE, password_hash TEXT)' "$@"
+    expect_rc 0
+    expect_json .decision '"ADD"'
+    SCHEMA_ID=$(printf '%s' "$OUT" | jq -r .run_id)
+    mem add --task "$SCHEMA" --outcome success --summary 'CREATE TABLE users (id SERIAL PRIMARY KEY, email TEXT UNIQUE, password_hash TEXT)' "$@"
+    SECOND_SCHEMA=$OUT
+    mem add --task "$SQL" --outcome failure --summary 'SELECT * FROM users' "$@"
+    expect_json .decision '"ADD"'
+    FAILED_ID=$(printf '%s' "$OUT" | jq -r .run_id)
+    mem add --task "$SQL" --outcome success --summary 'SELECT id, name, email FROM users WHERE active = true' "$@"
+    SQL_OUT=$OUT
+    mem add --task "$API" --outcome success --summary 'A Flask app with routes for /users' --ref flask-docs "$@"
+    FLASK_ID=$(printf '%s' "$OUT" | jq -r .run_id)
+    mem add --task "$API" --outcome success --summary 'A FastAPI app with routers for /users' --ref fastapi-docs "$@"
+    API_OUT=$OUT
+    mem add --task 'Summarise the quarterly sales report for the board' --outcome success --summary 'Three bullet points' "$@"
+    expect_json .decision '"ADD"'
+}
+
+test_memory_rules_add_not_replace_merge() {
+    MEMDB="$TMP/rules.db"
+    scenarios
+    OUT=$SECOND_SCHEMA
+    expect_json .decision '"NOT"'
+    expect_json .target_run_id "\"$SCHEMA_ID\""
+    expect_json .judge '"rules"'
+    expect_json '.similarity == 1' 'true'
+    OUT=$SQL_OUT
+    expect_json .decision '"REPLACE"'
+    expect_json .target_run_id "\"$FAILED_ID\""
+    expect_json '.similarity > 0.7 and .similarity < 1' 'true'
+    OUT=$API_OUT
+    expect_json .decision '"MERGE"'
+    expect_json .target_run_id "\"$FLASK_ID\""
+    # The superseded run is never found; the merged pair both are, the
+    # new one canonical with both references.
+    mem search "$SQL"
+    expect_json "[.[].id] | index(\"$FAILED_ID\")" 'null'
+    expect_json '.[0].summary' '"SELECT id, name, email FROM users WHERE active = true"'
+    mem search "$API" --limit 2
+    expect_json '[.[] | select(.canonical) | .references]' '[["flask-docs","fastapi-docs"]]'
+    expect_json '[.[] | select(.canonical) | .uses]' '[2]'
+    # The NOT run was never stored; every decision was.
+    mem decisions --limit 50
+    expect_json 'length' '7'
+    expect_json '[.[].decision]' '["ADD","MERGE","ADD","REPLACE","ADD","NOT","ADD"]'
+    expect_json '.[5].reason | startswith("same task, same outcome and nothing new")' 'true'
+}
+
+test_memory_model_judge_and_its_garbage() {
+    MEMDB="$TMP/judge.db"
+    model_start
+    # The judge is asked only when a run is similar: 4 of the 7 runs.
+    model_script '[{"text": "```json\n{\"decision\": \"NOT\", \"target_run_id\": \"\", \"reason\": \"Redundant run, no new information\"}\n```"},
+                   {"text": "{\"decision\": \"REPLACE\", \"reason\": \"New run succeeded where old one failed\"}"},
+                   {"text": "Sure! {\"decision\": \"MERGE\", \"reason\": \"Complementary approaches, both valuable\"}"},
+                   {"text": "I think this should be added."}]'
+    scenarios --llm-url "$LLM" --llm-model fake-model
+    OUT=$SECOND_SCHEMA
+    expect_json '[.decision, .judge, .reason]' '["NOT","model","Redundant run, no new information"]'
+    OUT=$SQL_OUT
+    # REPLACE without a target takes the best match.
+    expect_json '[.decision, .target_run_id]' "[\"REPLACE\",\"$FAILED_ID\"]"
+    OUT=$API_OUT
+    expect_json '[.decision, .target_run_id]' "[\"MERGE\",\"$FLASK_ID\"]"
+    # The judge saw the run and its similar runs.
+    OUT=$(model_requests)
+    expect_json 'length' '3'
+    expect_json '.[0].messages[1].content | fromjson | .run.task' "\"$SCHEMA\""
+    expect_json '.[0].messages[1].content | fromjson | .similar_runs[0].id' "\"$SCHEMA_ID\""
+    # Garbage, a decision that is none, a target that is no candidate,
+    # a judge that is down: ADD, with the reason.
+    model_script '[{"text": "I think this should be added."}]'
+    mem add --task "$SCHEMA" --outcome success --summary 'again' --llm-url "$LLM" --llm-model fake-model
+    expect_json '[.decision, .judge]' '["ADD","model"]'
+    expect_json '.reason' '"ADD, as the model judge'"'"'s answer is not JSON: the text holds no JSON object"'
+    model_script '[{"text": "{\"decision\": \"DELETE\"}"}]'
+    mem add --task "$SCHEMA" --outcome success --summary 'again 2' --llm-url "$LLM" --llm-model fake-model
+    expect_json '.reason' '"ADD, as the model judge'"'"'s decision is not ADD, NOT, REPLACE or MERGE"'
+    model_script '[{"text": "{\"decision\": \"REPLACE\", \"target_run_id\": \"run_nope\"}"}]'
+    mem add --task "$SCHEMA" --outcome success --summary 'again 3' --llm-url "$LLM" --llm-model fake-model
+    expect_json '.reason' '"ADD, as the model judge named a run that is not a candidate"'
+    kill "$MODEL_PID"
+    wait "$MODEL_PID" 2>/dev/null || true
+    mem add --task "$SCHEMA" --outcome success --summary 'again 4' --llm-url "$LLM" --llm-model fake-model
+    expect_rc 0
+    expect_json '.reason | startswith("ADD, as the model judge failed: cannot reach the model")' 'true'
+}
+
+test_memory_bad_input_names_the_field() {
+    MEMDB="$TMP/bad.db"
+    mem add --task '' --outcome success
+    expect_rc 2
+    expect_json .error.field '"task"'
+    mem add --task 'x' --outcome maybe
+    expect_rc 2
+    expect_json .error.field '"outcome"'
+    mem add --task 'x' --outcome success --id 'has space'
+    expect_rc 2
+    expect_json .error.field '"id"'
+    mem decisions
+    expect_json 'length' '0'
+    run "$KEEL" memory forget
+    expect_rc 2
+    expect_err 'unknown command "forget"'
+}
