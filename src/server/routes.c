@@ -313,7 +313,8 @@ static int known_path(const char *path)
     static const char *const exact[] = {"/", "/index.html", "/healthz", "/metrics", "/v1/models",
                                         "/v1/chat", "/v1/chat/completions", "/v1/conversations",
                                         "/v1/metrics/quality", "/v1/metrics/quality/history",
-                                        "/v1/metrics/quality/reset", NULL};
+                                        "/v1/metrics/quality/reset", "/v1/memory/runs",
+                                        "/v1/memory/search", "/v1/memory/decisions", NULL};
     static const char *const prefixes[] = {"/v1/responses/", "/v1/stream/", "/v1/conversations/",
                                            "/v1/turns/", "/v1/shared/", NULL};
 
@@ -411,6 +412,18 @@ void route_request(struct evhttp_request *req, void *arg)
     }
     if (!strcmp(path, "/v1/metrics/quality/reset") && post) {
         route_quality(srv, req, 1, &who);
+        return;
+    }
+    if (!strcmp(path, "/v1/memory/runs") && post) {
+        route_memory_add(srv, req, &who);
+        return;
+    }
+    if (!strcmp(path, "/v1/memory/search") && get) {
+        route_memory_search(srv, req);
+        return;
+    }
+    if (!strcmp(path, "/v1/memory/decisions") && get) {
+        route_memory_decisions(srv, req);
         return;
     }
     if (!strncmp(path, "/v1/conversations/", 18) && strlen(path) > 24 &&

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "core/alloc.h"
+#include "memory/memory.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "pack/pack.h"
@@ -177,6 +178,7 @@ static void server_release(struct server *srv)
     bus_free(srv->bus);
     json_decref(srv->buckets);
     json_decref(srv->key_streams);
+    memory_free(srv->memory);
     store_close(srv->store);
 }
 

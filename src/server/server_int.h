@@ -99,6 +99,7 @@ struct server {
     struct server_metrics metrics;   /* counted by the workers */
     json_t *buckets;                 /* key id -> {tokens, at}: request rate (loop thread) */
     json_t *key_streams;             /* key id -> open streams */
+    struct memory *memory;           /* long-term memory over `store`, made on first use */
 };
 
 /* ---- http.c ------------------------------------------------------------ */
@@ -139,6 +140,12 @@ void route_conversation(struct server *srv, struct evhttp_request *req, const ch
                         const struct principal *who);
 void route_decision(struct server *srv, struct evhttp_request *req, const char *cid,
                     const struct principal *who);
+/* Long-term memory (routes_memory.c). */
+void route_memory_add(struct server *srv, struct evhttp_request *req,
+                      const struct principal *who);
+void route_memory_search(struct server *srv, struct evhttp_request *req);
+void route_memory_decisions(struct server *srv, struct evhttp_request *req);
+
 void route_share(struct server *srv, struct evhttp_request *req, const char *id,
                  const struct principal *who);
 void route_shared(struct server *srv, struct evhttp_request *req, const char *token);

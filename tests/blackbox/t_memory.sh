@@ -119,3 +119,50 @@ test_memory_bad_input_names_the_field() {
     expect_rc 2
     expect_err 'unknown command "forget"'
 }
+
+test_memory_over_http() {
+    db="$TMP/memhttp.db"
+    run "$KEEL" keys create --user alice --role editor --db "$db"
+    editor=$OUT
+    run "$KEEL" keys create --user alice --role viewer --db "$db"
+    viewer=$OUT
+    SERVE_AUTH=keys serve_start "$db" --workers 1
+    auth_post "$editor" /v1/memory/runs "{\"task\": \"$SQL\", \"outcome\": \"failure\", \"summary\": \"SELECT * FROM users\"}"
+    expect_code 201
+    expect_json .decision '"ADD"'
+    failed=$(printf '%s' "$OUT" | jq -r .run_id)
+    auth_post "$editor" /v1/memory/runs "{\"task\": \"$SQL\", \"outcome\": \"success\", \"summary\": \"SELECT id, name, email FROM users WHERE active = true\", \"references\": [\"pg-docs\"]}"
+    expect_code 201
+    expect_json '[.decision, .target_run_id]' "[\"REPLACE\",\"$failed\"]"
+    expect_json '.similarity' '0.925'
+    auth_post "$editor" /v1/memory/runs "{\"task\": \"$SQL\", \"outcome\": \"success\", \"summary\": \"SELECT id, name, email FROM users WHERE active = true\", \"references\": [\"pg-docs\"]}"
+    expect_code 200
+    expect_json .decision '"NOT"'
+    auth_get "$viewer" "/v1/memory/search?q=optimized%20SQL&limit=5"
+    expect_code 200
+    expect_json '[.runs[].id] | index("'"$failed"'")' 'null'
+    expect_json '.runs[0].references' '["pg-docs"]'
+    auth_get "$viewer" "/v1/memory/decisions?limit=2"
+    expect_code 200
+    expect_json '[.decisions[].decision]' '["NOT","REPLACE"]'
+    # A viewer reads but never writes; bad input names the field.
+    auth_post "$viewer" /v1/memory/runs '{"task": "x", "outcome": "success"}'
+    expect_code 403
+    auth_post "$editor" /v1/memory/runs '{"task": "x", "outcome": "perhaps"}'
+    expect_code 400
+    expect_json .error.field '"outcome"'
+    auth_post "$editor" /v1/memory/runs '{"task": "x", "outcome": "success", "references": "pg"}'
+    expect_code 400
+    expect_json .error.field '"references"'
+    auth_get "$viewer" "/v1/memory/search"
+    expect_code 400
+    expect_json .error.field '"q"'
+    auth_get "$viewer" "/v1/memory/decisions?limit=0"
+    expect_code 400
+    get /v1/memory/decisions
+    expect_code 401
+    serve_stop
+    # The CLI sees what the server decided.
+    run "$KEEL" memory decisions --db "$db" --json
+    expect_json 'length' '3'
+}
