@@ -21,6 +21,7 @@ static const struct {
     {"store", bench_store},
     {"pipeline", bench_pipeline},
     {"http", bench_http},
+    {"memory", bench_memory},
 };
 
 uint64_t bench_now_ns(void)

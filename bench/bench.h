@@ -14,6 +14,7 @@ int bench_policy(void);
 int bench_store(void);
 int bench_pipeline(void);
 int bench_http(void);
+int bench_memory(void);
 
 /* Monotonic nanoseconds. */
 uint64_t bench_now_ns(void);

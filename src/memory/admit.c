@@ -355,29 +355,74 @@ static json_t *union_refs(const json_t *a, const json_t *b)
     return out;
 }
 
-int memory_admit(struct memory *m, const struct memory_input *in, json_t **out,
-                 struct keel_error *err)
+struct memory_decision {
+    char id[KEEL_ID_MAX];
+    char task[MEMORY_TEXT_MAX + 1];
+    char *summary, *outcome, *conversation_id, *target;
+    char *refs_text, *artifacts_text, *merged_text;
+    struct verdict v;
+    float vector[MEMORY_DIM];
+    struct store_memory_run run;
+    struct store_memory_change change;
+    json_t *json;
+};
+
+void memory_decision_free(struct memory_decision *d)
+{
+    if (!d)
+        return;
+    keel_free(d->summary);
+    keel_free(d->outcome);
+    keel_free(d->conversation_id);
+    keel_free(d->target);
+    keel_free(d->refs_text);
+    keel_free(d->artifacts_text);
+    keel_free(d->merged_text);
+    json_decref(d->json);
+    keel_free(d);
+}
+
+const struct store_memory_change *memory_decision_change(const struct memory_decision *d)
+{
+    return &d->change;
+}
+
+const json_t *memory_decision_json(const struct memory_decision *d)
+{
+    return d->json;
+}
+
+static char *dup_text(const char *s)
+{
+    return keel_strdup(s ? s : "");
+}
+
+int memory_decide(struct memory *m, const struct memory_input *in, struct memory_decision **out,
+                  struct keel_error *err)
 {
     struct memory_hit hits[MEMORY_TOP_K];
     const char *ids[MEMORY_TOP_K];
-    double sims[MEMORY_TOP_K];
-    float vector[MEMORY_DIM];
-    char id[KEEL_ID_MAX], *refs_text = NULL, *artifacts_text = NULL, *merged_text = NULL;
+    double sims[MEMORY_TOP_K], similarity = -1;
     json_t *refs = in->references ? json_incref((json_t *)in->references) : json_array();
     json_t *candidates = NULL, *cand_out = json_array(), *merged = NULL;
-    struct verdict v;
+    struct memory_decision *d = keel_calloc(1, sizeof(*d));
     const char *judge = "rules";
     size_t n;
     int rc;
 
+    if (!d || !refs || !cand_out) {
+        rc = keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+        goto out;
+    }
     if ((rc = check_input(in, err)) || (rc = sync_index(m, err)))
         goto out;
     if (in->id)
-        snprintf(id, sizeof(id), "%s", in->id);
+        snprintf(d->id, sizeof(d->id), "%s", in->id);
     else
-        keel_id_new("run", id, sizeof(id));
-    memory_embed(in->task, in->summary, vector);
-    n = memory_index_search(m->index, vector, MEMORY_TOP_K, (float)m->conf.min_similarity, hits);
+        keel_id_new("run", d->id, sizeof(d->id));
+    memory_embed(in->task, in->summary, d->vector);
+    n = memory_index_search(m->index, d->vector, MEMORY_TOP_K, (float)m->conf.min_similarity,
+                            hits);
     for (size_t i = 0; i < n; i++) {
         ids[i] = hits[i].id;
         sims[i] = hits[i].similarity;
@@ -391,68 +436,93 @@ int memory_admit(struct memory *m, const struct memory_input *in, json_t **out,
         goto out;
     }
     if (!n) {
-        v = (struct verdict){"ADD", NULL, ""};
-        snprintf(v.reason, sizeof(v.reason), "no active run is similar (%.2f or more)",
+        d->v = (struct verdict){"ADD", NULL, ""};
+        snprintf(d->v.reason, sizeof(d->v.reason), "no active run is similar (%.2f or more)",
                  m->conf.min_similarity);
     } else if (m->judge) {
         judge = "model";
-        model_judge(m, in, refs, candidates, sims, &v);
+        model_judge(m, in, refs, candidates, sims, &d->v);
     } else {
-        rules(m, in, refs, candidates, sims, &v);
+        rules(m, in, refs, candidates, sims, &d->v);
     }
-
-    struct store_memory_run run = {id, in->task, in->summary ? in->summary : "", in->outcome,
-                                   NULL, NULL, in->conversation_id, in->now_ms, MEMORY_EMBEDDER,
-                                   MEMORY_DIM, vector};
-    double similarity = -1;
-    const char *target = v.target ? json_string_value(json_object_get(v.target, "id")) : NULL;
-    int new_canonical = 1;
-
-    for (size_t i = 0; i < n; i++)
-        if (target && !strcmp(ids[i], target))
-            similarity = round(sims[i] * 1e4) / 1e4;
-    if (!strcmp(v.decision, "MERGE")) {
-        /* success over failure, newer over older: the new run unless it
-         * failed where the other succeeded */
-        new_canonical = !(strcmp(in->outcome, "success") &&
-                          !strcmp(json_string_value(json_object_get(v.target, "outcome")),
-                                  "success"));
-        merged = union_refs(json_object_get(v.target, "references"), refs);
-        merged_text = merged ? json_dumps(merged, JSON_COMPACT) : NULL;
-    }
-    refs_text = json_dumps(refs, JSON_COMPACT);
-    artifacts_text = json_dumps(in->artifacts ? in->artifacts : json_array(), JSON_COMPACT);
-    run.refs_json = refs_text;
-    run.artifacts_json = artifacts_text;
-    struct store_memory_change change = {v.decision, &run, target, v.reason,
-                                         n ? (similarity >= 0 ? similarity
-                                                              : round(sims[0] * 1e4) / 1e4)
-                                           : -1,
-                                         judge, in->now_ms, merged_text, new_canonical};
-    if (!refs_text || !artifacts_text || (!strcmp(v.decision, "MERGE") && !merged_text)) {
+    if (d->v.target && !(d->target = keel_strdup(json_string_value(
+                              json_object_get(d->v.target, "id"))))) {
         rc = keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
         goto out;
     }
-    if ((rc = store_memory_apply(m->store, &change, err)))
+    for (size_t i = 0; i < n; i++)
+        if (d->target && !strcmp(ids[i], d->target))
+            similarity = round(sims[i] * 1e4) / 1e4;
+    if (n && similarity < 0)
+        similarity = round(sims[0] * 1e4) / 1e4;
+    d->change.new_canonical = 1;
+    if (!strcmp(d->v.decision, "MERGE")) {
+        /* success over failure, newer over older: the new run unless it
+         * did not succeed where the other did */
+        d->change.new_canonical =
+            !(strcmp(in->outcome, "success") &&
+              !strcmp(json_string_value(json_object_get(d->v.target, "outcome")), "success"));
+        merged = union_refs(json_object_get(d->v.target, "references"), refs);
+        d->merged_text = merged ? json_dumps(merged, JSON_COMPACT) : NULL;
+    }
+    snprintf(d->task, sizeof(d->task), "%s", in->task);
+    d->summary = dup_text(in->summary);
+    d->outcome = dup_text(in->outcome);
+    d->conversation_id = in->conversation_id ? keel_strdup(in->conversation_id) : NULL;
+    d->refs_text = json_dumps(refs, JSON_COMPACT);
+    d->artifacts_text = json_dumps(in->artifacts ? in->artifacts : json_array(), JSON_COMPACT);
+    d->json = json_pack("{s:s, s:s, s:s?, s:s, s:o, s:s, s:O}", "run_id", d->id, "decision",
+                        d->v.decision, "target_run_id", d->target, "reason", d->v.reason,
+                        "similarity", similarity >= 0 ? json_real(similarity) : json_null(),
+                        "judge", judge, "candidates", cand_out);
+    if (!d->summary || !d->outcome || (in->conversation_id && !d->conversation_id) ||
+        !d->refs_text || !d->artifacts_text || !d->json ||
+        (!strcmp(d->v.decision, "MERGE") && !d->merged_text)) {
+        rc = keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
         goto out;
-    if (strcmp(v.decision, "NOT"))
-        memory_index_put(m->index, id, vector);
-    if (!strcmp(v.decision, "REPLACE"))
-        memory_index_remove(m->index, target);
-    *out = json_pack("{s:s, s:s, s:s?, s:s, s:o, s:s, s:O}", "run_id", id, "decision",
-                     v.decision, "target_run_id", target, "reason", v.reason, "similarity",
-                     change.similarity >= 0 ? json_real(change.similarity) : json_null(), "judge",
-                     judge, "candidates", cand_out);
-    if (!*out)
-        rc = keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory (the decision is stored)");
+    }
+    d->run = (struct store_memory_run){d->id, d->task, d->summary, d->outcome, d->refs_text,
+                                       d->artifacts_text, d->conversation_id, in->now_ms,
+                                       MEMORY_EMBEDDER, MEMORY_DIM, d->vector};
+    d->change.decision = d->v.decision;
+    d->change.run = &d->run;
+    d->change.target_id = d->target;
+    d->change.reason = d->v.reason;
+    d->change.similarity = similarity;
+    d->change.judge = judge;
+    d->change.ts_ms = in->now_ms;
+    d->change.merged_refs_json = d->merged_text;
+    d->v.target = NULL;   /* it points into `candidates`, freed below */
+    *out = d;
+    d = NULL;
 out:
-    keel_free(refs_text);
-    keel_free(artifacts_text);
-    keel_free(merged_text);
+    memory_decision_free(d);
     json_decref(merged);
     json_decref(refs);
     json_decref(candidates);
     json_decref(cand_out);
+    return rc;
+}
+
+void memory_commit(struct memory *m, const struct memory_decision *d)
+{
+    if (strcmp(d->change.decision, "NOT"))
+        memory_index_put(m->index, d->id, d->vector);
+    if (!strcmp(d->change.decision, "REPLACE"))
+        memory_index_remove(m->index, d->target);
+}
+
+int memory_admit(struct memory *m, const struct memory_input *in, json_t **out,
+                 struct keel_error *err)
+{
+    struct memory_decision *d = NULL;
+    int rc = memory_decide(m, in, &d, err);
+
+    if (!rc && !(rc = store_memory_apply(m->store, &d->change, err))) {
+        memory_commit(m, d);
+        *out = json_incref(d->json);
+    }
+    memory_decision_free(d);
     return rc;
 }
 

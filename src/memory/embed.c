@@ -113,17 +113,27 @@ void memory_embed(const char *task, const char *summary, float out[MEMORY_DIM])
 
 float memory_dot(const float *a, const float *b, int dim)
 {
-    /* 16 partial sums: the compiler keeps them in registers and the
-     * loop runs at memory speed (../shared/DEPENDENCIES.md). */
-    float s[16] = {0};
+    /* 16 partial sums in four 4-float vectors (GCC/clang vector
+     * extensions: SSE on any x86-64), so the loop runs at memory speed
+     * (../shared/DEPENDENCIES.md) without -O3 or -march. */
+    typedef float v4 __attribute__((vector_size(16)));
+    v4 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    float sum = 0;
     int i = 0;
 
-    for (; i + 16 <= dim; i += 16)
-        for (int k = 0; k < 16; k++)
-            s[k] += a[i + k] * b[i + k];
+    for (; i + 16 <= dim; i += 16) {
+        v4 a0, a1, a2, a3, b0, b1, b2, b3;
+        memcpy(&a0, a + i, 16), memcpy(&a1, a + i + 4, 16);
+        memcpy(&a2, a + i + 8, 16), memcpy(&a3, a + i + 12, 16);
+        memcpy(&b0, b + i, 16), memcpy(&b1, b + i + 4, 16);
+        memcpy(&b2, b + i + 8, 16), memcpy(&b3, b + i + 12, 16);
+        s0 += a0 * b0;
+        s1 += a1 * b1;
+        s2 += a2 * b2;
+        s3 += a3 * b3;
+    }
+    s0 += s1 + s2 + s3;
     for (; i < dim; i++)
-        s[0] += a[i] * b[i];
-    for (int k = 1; k < 16; k++)
-        s[0] += s[k];
-    return s[0];
+        sum += a[i] * b[i];
+    return sum + s0[0] + s0[1] + s0[2] + s0[3];
 }

@@ -72,6 +72,7 @@ size_t memory_index_search(const struct memory_index *ix, const float *q, size_t
 /* ---- admission (admit.c) ------------------------------------------------------ */
 
 struct store;
+struct store_memory_change;
 struct llm;
 
 struct memory_conf {
@@ -111,6 +112,20 @@ void memory_free(struct memory *m);
  * judge, candidates[{id, similarity}]}. */
 int memory_admit(struct memory *m, const struct memory_input *in, json_t **out,
                  struct keel_error *err);
+
+/* memory_admit in two steps, for a caller that stores the decision in
+ * a transaction of its own (the remember stage: with its turn).
+ * memory_decide checks and decides, writing nothing; the decision owns
+ * its change (memory_decision_change, for store_memory_apply or a turn
+ * record) and its JSON. memory_commit moves the index after the change
+ * was stored. */
+struct memory_decision;
+int memory_decide(struct memory *m, const struct memory_input *in, struct memory_decision **out,
+                  struct keel_error *err);
+const struct store_memory_change *memory_decision_change(const struct memory_decision *d);
+const json_t *memory_decision_json(const struct memory_decision *d);
+void memory_commit(struct memory *m, const struct memory_decision *d);
+void memory_decision_free(struct memory_decision *d);
 
 /* The active runs nearest `query`, at most `limit` (1..100), best first:
  * a new array of runs, each with its similarity. Superseded runs are

@@ -1,0 +1,108 @@
+/*
+ * bench_memory.c — memory admission's search at 10k, 100k and 1M runs:
+ * one line per size,
+ *
+ *   {"bench": "memory.decide", "runs": N, "median_us": …, "p99_us": …,
+ *    "recall_at3": …, "bytes_per_run": …, "index": "exact", "scope": …}
+ *
+ * A decision's cost that grows with the memory is embedding the new run
+ * and finding its 3 nearest active runs; that is what is timed (the
+ * store's three point reads and one write do not grow with it). The
+ * runs are synthetic tasks and summaries from a seeded generator, so
+ * every run of the bench sees the same data. recall_at3 compares the
+ * index used with exact search (the index is exact: 1.0 by design until
+ * an approximate one is used above a threshold).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "core/alloc.h"
+#include "memory/memory.h"
+
+#define QUERIES 300
+
+static const char *const verbs[] = {"Generate", "Build", "Create", "Refactor", "Test",
+                                    "Document", "Optimize", "Migrate", "Review", "Deploy"};
+static const char *const things[] = {"SQL queries", "REST API", "database schema",
+                                     "login page", "payment flow", "search index",
+                                     "report export", "cache layer", "CI pipeline",
+                                     "mobile client", "rate limiter", "audit log"};
+static const char *const domains[] = {"user data", "orders", "invoices", "sessions",
+                                      "products", "tickets", "shipments", "reviews",
+                                      "subscriptions", "inventory", "payroll", "claims"};
+
+static uint64_t state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t next(void)
+{
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return (uint32_t)(state >> 32);
+}
+
+static void run_text(char *task, size_t nt, char *summary, size_t ns)
+{
+    snprintf(task, nt, "%s %s for %s #%u", verbs[next() % 10], things[next() % 12],
+             domains[next() % 12], next() % 5000);
+    snprintf(summary, ns, "Used %s with %s; step %u of %u", things[next() % 12],
+             domains[next() % 12], next() % 100, next() % 100);
+}
+
+static int by_value(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static int one_size(size_t runs)
+{
+    struct memory_index *ix = memory_index_new(MEMORY_DIM);
+    uint64_t samples[QUERIES];
+    float v[MEMORY_DIM];
+    char task[160], summary[160], id[32];
+
+    if (!ix)
+        return 1;
+    for (size_t i = 0; i < runs; i++) {
+        run_text(task, sizeof(task), summary, sizeof(summary));
+        memory_embed(task, summary, v);
+        snprintf(id, sizeof(id), "run_%zu", i);
+        if (memory_index_put(ix, id, v)) {
+            memory_index_free(ix);
+            return 1;
+        }
+    }
+    for (size_t q = 0; q < QUERIES; q++) {
+        struct memory_hit hits[MEMORY_TOP_K];
+        uint64_t t0;
+        run_text(task, sizeof(task), summary, sizeof(summary));
+        t0 = bench_now_ns();
+        memory_embed(task, summary, v);
+        memory_index_search(ix, v, MEMORY_TOP_K, 0.7f, hits);
+        samples[q] = bench_now_ns() - t0;
+    }
+    qsort(samples, QUERIES, sizeof(samples[0]), by_value);
+    printf("{\"bench\": \"memory.decide\", \"runs\": %zu, \"median_us\": %.1f, \"p99_us\": %.1f,"
+           " \"recall_at3\": 1.0, \"bytes_per_run\": %zu, \"index\": \"exact\","
+           " \"scope\": \"embed + top 3 of the active runs\", \"n\": %d}\n",
+           runs, samples[QUERIES / 2] / 1e3, samples[QUERIES * 99 / 100] / 1e3,
+           MEMORY_DIM * sizeof(float) + 64 + 8 + 2 * sizeof(int32_t), QUERIES);
+    fflush(stdout);
+    memory_index_free(ix);
+    return 0;
+}
+
+int bench_memory(void)
+{
+    const char *max = getenv("KEEL_BENCH_MEMORY_MAX");
+    size_t limit = max ? (size_t)strtoull(max, NULL, 10) : 1000000;
+    int rc = 0;
+
+    for (size_t runs = 10000; runs <= limit && !rc; runs *= 10)
+        rc = one_size(runs);
+    return rc;
+}
