@@ -14,6 +14,7 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "ingest/ingest.h"
 #include "pipeline/turn.h"
@@ -71,6 +72,45 @@ static int open_llm(struct pipeline *pl, const struct pipeline_options *options,
     return rc;
 }
 
+/* The pack's `memory:` section: {remember: true, min_similarity: 0.7,
+ * same_task_similarity: 0.95, judge: rules|model}. With remember on,
+ * every turn that ran a tool is offered to memory admission. */
+static int open_memory(struct pipeline *pl, struct keel_error *err)
+{
+    static const char *const keys[] = {"remember", "min_similarity", "same_task_similarity",
+                                       "judge", NULL};
+    const json_t *s = json_object_get(pl->pack->doc, "memory");
+    struct memory_conf conf;
+    const char *judge = "rules";
+    int remember = 0, rc;
+
+    memory_conf_default(&conf);
+    if (!s)
+        return KEEL_OK;
+    if (!json_is_object(s))
+        return pack_fail(pl->pack, "memory", err, "must be a mapping");
+    if ((rc = keel_json_check_keys(s, keys, "memory", err)) ||
+        (rc = keel_json_get_bool(s, "remember", 0, "memory", &remember, err)) ||
+        (rc = keel_json_get_string(s, "judge", 0, "memory", &judge, err)))
+        return rc;
+    for (int i = 0; i < 2; i++) {
+        const char *key = i ? "same_task_similarity" : "min_similarity";
+        const json_t *v = json_object_get(s, key);
+        if (v && (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 1))
+            return keel_error_set(err, KEEL_EINVAL, i ? "memory.same_task_similarity"
+                                                      : "memory.min_similarity",
+                                  "must be a number above 0 and at most 1");
+        if (v)
+            *(i ? &conf.same_task_similarity : &conf.min_similarity) = json_number_value(v);
+    }
+    if (strcmp(judge, "rules") && strcmp(judge, "model"))
+        return keel_error_set(err, KEEL_EINVAL, "memory.judge", "must be rules or model");
+    if (!remember)
+        return KEEL_OK;
+    return memory_open(pl->store, &conf, !strcmp(judge, "model") ? pl->llm : NULL, &pl->memory,
+                       err);
+}
+
 int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
                  struct keel_error *err)
 {
@@ -97,6 +137,10 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
         return rc;
     }
     pl->store = options->store;
+    if ((rc = open_memory(pl, err))) {
+        pipeline_free(pl);
+        return rc;
+    }
     pl->trace = getenv("KEEL_DEBUG_TRACE") && !strcmp(getenv("KEEL_DEBUG_TRACE"), "1");
     pl->web = options->web;
     snprintf(pl->pack_dir, sizeof(pl->pack_dir), "%s/%s", dir, options->pack);
@@ -109,6 +153,7 @@ void pipeline_free(struct pipeline *pl)
     if (!pl)
         return;
     providers_free(pl->providers);
+    memory_free(pl->memory);
     llm_free(pl->llm);
     config_release(&pl->cfg);
     policy_free(pl->policy);
@@ -276,6 +321,7 @@ static void turn_release(struct turn *t)
     json_decref(t->state_json);
     json_decref(t->model_log);
     json_decref(t->model_runs);
+    memory_decision_free(t->memory_decision);
     keel_free(t->proposal_text);
 }
 
@@ -294,7 +340,7 @@ static json_t *result_json(struct turn *t)
         return NULL;
     }
     return json_pack("{s:s,s:i,s:s,s:s,s:O,s:o,s:s,s:s,s:s?,s:s,s:s,s:O,s:O,s:o,s:O,s:O,s:o,"
-                     "s:O*, s:O*, s:b}",
+                     "s:O*, s:O*, s:b, s:O*}",
                      "conversation_id", t->conversation_id, "turn", t->seq, "correlation_id",
                      t->correlation_id, "answer", t->answer.data, "sources", t->sources,
                      "decision", decision, "stage", t->state.stage, "stage_before",
@@ -303,7 +349,8 @@ static json_t *result_json(struct turn *t)
                      t->state.refined_query, "tools_called", t->tools_called, "tool_args",
                      t->tool_args, "state", state, "events", t->events, "deltas", t->deltas,
                      "blueprint", bp, "providers", t->provider_reports, "model", t->model_log,
-                     "streamed", t->streamed);
+                     "streamed", t->streamed, "memory",
+                     t->memory_decision ? memory_decision_json(t->memory_decision) : NULL);
 }
 
 int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **result,

@@ -111,12 +111,15 @@ int stage_publish(struct turn *t, struct keel_error *err)
         goto out;
     state = t->state_json = state_to_json(&t->state, &t->pl->cfg);   /* the result reuses it */
     decision = t->decision_json;
-    if (t->provider_reports || t->model_log) {
-        /* The decision log adds what each paper provider and the model
-         * did; the decide event keeps the decision as it was made. */
+    if (t->provider_reports || t->model_log || t->memory_decision) {
+        /* The decision log adds what each paper provider, the model and
+         * memory admission did; the decide event keeps the decision as it
+         * was made. */
         if (!(log = json_copy(t->decision_json)) ||
             (t->provider_reports && json_object_set(log, "providers", t->provider_reports)) ||
-            (t->model_log && json_object_set(log, "model", t->model_log)))
+            (t->model_log && json_object_set(log, "model", t->model_log)) ||
+            (t->memory_decision &&
+             json_object_set(log, "memory", (json_t *)memory_decision_json(t->memory_decision))))
             goto out;
         decision = log;
     }
@@ -163,7 +166,10 @@ int stage_publish(struct turn *t, struct keel_error *err)
      * trusted, so it is not stored. */
     if (keel_alloc_failures() != t->alloc_failures)
         goto out;
+    rec.memory = t->memory_decision ? memory_decision_change(t->memory_decision) : NULL;
     rc = store_save_turn(t->pl->store, &rec, err);
+    if (!rc && t->memory_decision)
+        memory_commit(t->pl->memory, t->memory_decision);
 out:
     if (rc == KEEL_ENOMEM && !err->code)
         keel_error_set(err, KEEL_ENOMEM, "publish", "out of memory");

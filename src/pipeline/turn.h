@@ -15,6 +15,7 @@
 #include "pipeline/state.h"
 #include "pipeline/tools.h"
 #include "llm/llm.h"
+#include "memory/memory.h"
 #include "providers/providers.h"
 #include "policy/policy.h"
 
@@ -26,6 +27,7 @@ struct pipeline {
     const struct web_fallback *web;
     struct providers *providers;       /* remote paper providers (owned) */
     struct llm *llm;                   /* the model, or NULL: extractive answers (owned) */
+    struct memory *memory;             /* long-term memory of runs (pack memory.remember), or NULL */
     int trace;                         /* KEEL_DEBUG_TRACE=1, read once */
     char pack_dir[4200];
 };
@@ -89,6 +91,9 @@ struct turn {
     int forced_prefix;                 /* the policy ran its tool though the model did not call it */
     char *proposal_text;               /* owned: the text of the model's proposal reply */
     int streamed;                      /* the answer went out through on_token as it was written */
+
+    /* remember */
+    struct memory_decision *memory_decision;   /* stored by publish with the turn; or NULL */
 
     /* compose / clarify */
     struct keel_buf answer;

@@ -157,6 +157,8 @@ int store_load_conversation(struct store *store, const char *id, struct store_co
     return rc ? rc : store->ops->load_conversation(store, id, out, err);
 }
 
+static int check_memory_change(const struct store_memory_change *c, struct keel_error *err);
+
 int store_save_turn(struct store *store, const struct store_turn_record *rec,
                     struct keel_error *err)
 {
@@ -175,6 +177,8 @@ int store_save_turn(struct store *store, const struct store_turn_record *rec,
     for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
         if (!required[i])
             return keel_error_set(err, KEEL_EINVAL, names[i], "is required");
+    if (rec->memory && (rc = check_memory_change(rec->memory, err)))
+        return rc;
     return store->ops->save_turn(store, rec, err);
 }
 

@@ -142,38 +142,6 @@ struct store_metric {
     long delta;
 };
 
-/* Everything one turn writes, in one transaction. `seq` is the turn's
- * number in its conversation, from 1; it must be the stored turn count
- * plus one (seq 1 creates the conversation), else the save is a conflict
- * (KEEL_EFAIL, field "conversation_id") and nothing is written. JSON
- * fields are text; `tool` and `arguments_json` may be NULL. */
-struct store_turn_record {
-    const char *conversation_id;
-    const char *pack;
-    const char *owner;           /* stored with turn 1 only; may be NULL */
-    int seq;
-    const char *correlation_id;
-    int64_t ts_ms;
-    const char *user_text;
-    const char *assistant_text;
-    int clarification;
-    const char *state_json;      /* the full state after the turn's deltas */
-    const char *deltas_json;
-    const char *events_json;
-    const char *sources_json;
-    /* the decision log */
-    const char *intent;
-    const char *route;
-    const char *tool;
-    const char *arguments_json;
-    const char *stage_from;
-    const char *stage_to;
-    const char *reasons_json;
-    const char *decision_json;
-    const struct store_metric *metrics;
-    size_t n_metrics;
-};
-
 /* One run of long-term memory (seed 003) as the store keeps it. JSON
  * fields are text; conversation_id may be NULL. */
 struct store_memory_run {
@@ -206,6 +174,41 @@ struct store_memory_change {
     int64_t ts_ms;
     const char *merged_refs_json; /* MERGE only */
     int new_canonical;            /* MERGE only */
+};
+
+/* Everything one turn writes, in one transaction. `seq` is the turn's
+ * number in its conversation, from 1; it must be the stored turn count
+ * plus one (seq 1 creates the conversation), else the save is a conflict
+ * (KEEL_EFAIL, field "conversation_id") and nothing is written. JSON
+ * fields are text; `tool` and `arguments_json` may be NULL. A memory
+ * decision (`memory`) is stored in the same transaction, as
+ * store_memory_apply would. */
+struct store_turn_record {
+    const char *conversation_id;
+    const char *pack;
+    const char *owner;           /* stored with turn 1 only; may be NULL */
+    int seq;
+    const char *correlation_id;
+    int64_t ts_ms;
+    const char *user_text;
+    const char *assistant_text;
+    int clarification;
+    const char *state_json;      /* the full state after the turn's deltas */
+    const char *deltas_json;
+    const char *events_json;
+    const char *sources_json;
+    /* the decision log */
+    const char *intent;
+    const char *route;
+    const char *tool;
+    const char *arguments_json;
+    const char *stage_from;
+    const char *stage_to;
+    const char *reasons_json;
+    const char *decision_json;
+    const struct store_metric *metrics;
+    size_t n_metrics;
+    const struct store_memory_change *memory;   /* the remember stage's decision, or NULL */
 };
 
 /* Called by memory_sync for each change to the active runs, in order:

@@ -835,10 +835,17 @@ static int mem_load_conversation(struct store *store, const char *id,
     return mem_conv_load(((struct store_mem *)store)->conv, id, out, err);
 }
 
+/* The memory decision goes first: it is the part that can be refused
+ * (an id taken, a target gone) before anything is written; a turn that
+ * then conflicts leaves it stored (the mem backend has no transactions;
+ * SQLite writes both or neither). */
 static int mem_save_turn(struct store *store, const struct store_turn_record *rec,
                          struct keel_error *err)
 {
-    return mem_conv_save(&((struct store_mem *)store)->conv, rec, err);
+    struct store_mem *mem = (struct store_mem *)store;
+    int rc = rec->memory ? mem_memory_apply(&mem->memory, rec->memory, err) : KEEL_OK;
+
+    return rc ? rc : mem_conv_save(&mem->conv, rec, err);
 }
 
 static int mem_metrics(struct store *store, json_t **out, struct keel_error *err)

@@ -160,6 +160,7 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
         (rc = sqlite_tx_begin(st, "saving a turn", err)))
         return rc;
     if ((rc = write_conversation(st, rec, err)) || (rc = write_turn(st, rec, err)) ||
+        (rec->memory && (rc = sqlite_memory_write(st, rec->memory, err))) ||
         (rc = sqlite_tx_commit(st, "saving a turn", err)))
         sqlite_tx_rollback(st);
     return rc;

@@ -149,7 +149,10 @@ int sqlite_list_conversations(struct store *store, const char *owner, int limit,
                               json_t **out, struct keel_error *err);
 int sqlite_delete_conversation(struct store *store, const char *id, struct keel_error *err);
 int sqlite_metrics_reset(struct store *store, struct keel_error *err);
-/* Long-term memory (store_sqlite_memory.c). */
+/* Long-term memory (store_sqlite_memory.c). write: a decision and its
+ * change inside the caller's transaction (a turn's). */
+int sqlite_memory_write(struct sqlite_store *st, const struct store_memory_change *change,
+                        struct keel_error *err);
 int sqlite_memory_apply(struct store *store, const struct store_memory_change *change,
                         struct keel_error *err);
 int sqlite_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, void *ctx,

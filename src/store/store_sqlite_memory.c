@@ -52,8 +52,8 @@ static int change_rows(struct sqlite_store *st, sqlite3_stmt *stmt, int want, co
     return KEEL_OK;
 }
 
-static int apply(struct sqlite_store *st, const struct store_memory_change *c,
-                 struct keel_error *err)
+int sqlite_memory_write(struct sqlite_store *st, const struct store_memory_change *c,
+                        struct keel_error *err)
 {
     sqlite3_stmt *stmt;
     int rc = KEEL_OK;
@@ -101,7 +101,7 @@ int sqlite_memory_apply(struct store *store, const struct store_memory_change *c
     if ((rc = sqlite_connection_ready(st, err)) ||
         (rc = sqlite_tx_begin(st, "saving a memory decision", err)))
         return rc;
-    if ((rc = apply(st, change, err))) {
+    if ((rc = sqlite_memory_write(st, change, err))) {
         sqlite_tx_rollback(st);
         return rc;
     }
