@@ -166,3 +166,38 @@ test_memory_over_http() {
     run "$KEEL" memory decisions --db "$db" --json
     expect_json 'length' '3'
 }
+
+# A turn that ran a search is a run: the remember stage decides with the
+# turn and publish stores both in one transaction.
+test_memory_remember_stage_with_turns() {
+    db="$TMP/remember.db"
+    printf '%s\n%s\n%s\n' 'find recent papers on graph neural networks' \
+        'find recent papers on graph neural networks' 'hello there' > "$TMP/rem.in"
+    run "$KEEL" chat --json --db "$db" --now 2026-11-24T12:00:00Z < "$TMP/rem.in"
+    expect_rc 0
+    first=$(printf '%s' "$OUT" | sed -n 1p)
+    second=$(printf '%s' "$OUT" | sed -n 2p)
+    third=$(printf '%s' "$OUT" | sed -n 3p)
+    OUT=$first
+    expect_json '.memory.decision' '"ADD"'
+    run_id=$(printf '%s' "$OUT" | jq -r .memory.run_id)
+    cid=$(sqlite3 "$db" 'SELECT correlation_id FROM turns WHERE seq = 1')
+    [ "$run_id" = "run_${cid#turn_}" ] || fail "the run is not named after its turn: $run_id"
+    OUT=$second
+    expect_json '[.memory.decision, .memory.target_run_id]' "[\"NOT\",\"$run_id\"]"
+    OUT=$third
+    expect_json '.memory' 'null'
+    # The run as stored, and the decision in the turn's decision log.
+    run "$KEEL" memory search 'graph neural networks' --json --db "$db"
+    expect_json '.[0].id' "\"$run_id\""
+    expect_json '.[0].outcome' '"success"'
+    expect_json '.[0].summary | startswith("search_papers \"graph neural networks\" from 2022")' 'true'
+    expect_json '.[0].references | length > 0' 'true'
+    [ "$(sqlite3 "$db" "SELECT json_extract(decision, '$.memory.decision') FROM decisions WHERE turn_seq = 2")" = NOT ] ||
+        fail "the decision log lacks the memory decision"
+    [ "$(sqlite3 "$db" 'SELECT count(*) FROM memory_decisions')" = 2 ] || fail "decisions: not 2"
+    # A pack without memory remembers nothing.
+    printf 'convert 5 km to miles\n' > "$TMP/rem2.in"
+    run "$KEEL" chat --json --db "$db" --pack assistant < "$TMP/rem2.in"
+    [ "$(sqlite3 "$db" 'SELECT count(*) FROM memory_decisions')" = 2 ] || fail "assistant remembered"
+}
