@@ -64,10 +64,14 @@ void memory_index_remove(struct memory_index *ix, const char *id);
 size_t memory_index_size(const struct memory_index *ix);
 
 /* The at most `k` (≤ MEMORY_SEARCH_MAX) runs nearest `q` with
- * similarity ≥ `min`, best first (ties: the earlier added first). Exact: every vector is read. Returns
- * how many hits were written. */
+ * similarity ≥ `min`, best first (ties: the earlier added first), with
+ * exact similarities. Candidates come from a scan of 8-bit codes (see
+ * index.c); memory_index_search_exact reads every float vector instead
+ * (the reference for recall). Return how many hits were written. */
 size_t memory_index_search(const struct memory_index *ix, const float *q, size_t k, float min,
                            struct memory_hit *hits);
+size_t memory_index_search_exact(const struct memory_index *ix, const float *q, size_t k,
+                                 float min, struct memory_hit *hits);
 
 /* ---- admission (admit.c) ------------------------------------------------------ */
 
