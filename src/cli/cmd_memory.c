@@ -21,6 +21,7 @@ static void memory_usage(FILE *out)
             "usage: keel memory add --task TEXT --outcome success|failure|partial\n"
             "                       [--summary TEXT] [--ref REF]… [--artifact A]… [--id ID]\n"
             "                       [--conversation ID] [--llm-url URL --llm-model NAME]\n"
+            "                       [--embed-url URL --embed-model NAME]\n"
             "       keel memory search QUERY [--limit N]\n"
             "       keel memory decisions [--limit N]\n"
             "       (each also takes --db FILE and --json)\n\n"
@@ -29,7 +30,10 @@ static void memory_usage(FILE *out)
             "run, which is kept for audit but no longer found) or MERGE (complementary: both\n"
             "kept, one canonical). Runs are compared with the 3 most similar active runs\n"
             "(similarity 0.7 or more); the rules decide, or a model when --llm-url and\n"
-            "--llm-model name one (any error of the model: ADD). search never returns\n"
+            "--llm-model name one (any error of the model: ADD). Runs are embedded by hashed\n"
+            "features, or by an OpenAI-compatible /v1/embeddings (--embed-url, --embed-model,\n"
+            "--embed-key-env, or KEEL_EMBED_URL/_MODEL/_KEY_ENV); runs of another embedder are\n"
+            "never compared. search never returns\n"
             "superseded runs; decisions lists every decision, newest first. See docs/memory.md.\n");
 }
 
@@ -65,12 +69,15 @@ int cmd_memory(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
         {"llm-url", required_argument, NULL, 'U'},  {"llm-model", required_argument, NULL, 'M'},
         {"llm-key-env", required_argument, NULL, 'K'},
+        {"embed-url", required_argument, NULL, 'E'}, {"embed-model", required_argument, NULL, 'F'},
+        {"embed-key-env", required_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
     struct memory_input in = {0};
-    struct llm_options lo = {NULL, NULL, NULL};
+    struct llm_options lo = {NULL, NULL, NULL}, eo = {NULL, NULL, NULL};
     struct llm_conf conf;
-    struct llm *judge = NULL;
+    struct memory_conf mconf;
+    struct llm *judge = NULL, *embedder = NULL;
     struct store *store = NULL;
     struct memory *m = NULL;
     struct keel_error err;
@@ -102,6 +109,9 @@ int cmd_memory(int argc, char **argv)
         case 'U': lo.url = optarg; break;
         case 'M': lo.model = optarg; break;
         case 'K': lo.key_env = optarg; break;
+        case 'E': eo.url = optarg; break;
+        case 'F': eo.model = optarg; break;
+        case 'G': eo.key_env = optarg; break;
         case 'l': {
             char *end;
             limit = strtol(optarg, &end, 10);
@@ -149,8 +159,15 @@ int cmd_memory(int argc, char **argv)
             rc = llm_new(&conf, &judge, &err);
         llm_conf_release(&conf);
     }
+    if (!rc && !(rc = llm_conf_load_as(NULL, "memory.embedder", "KEEL_EMBED", &eo, &conf, &err))) {
+        if (conf.url)
+            rc = llm_new(&conf, &embedder, &err);
+        llm_conf_release(&conf);
+    }
+    memory_conf_default(&mconf);
+    mconf.embedder = embedder;
     if (!rc)
-        rc = memory_open(store, NULL, judge, &m, &err);
+        rc = memory_open(store, &mconf, judge, &m, &err);
     if (!rc && !strcmp(sub, "add")) {
         in.references = refs;
         in.artifacts = artifacts;
@@ -200,6 +217,7 @@ int cmd_memory(int argc, char **argv)
     json_decref(artifacts);
     memory_free(m);
     llm_free(judge);
+    llm_free(embedder);
     store_close(store);
     return rc;
 }

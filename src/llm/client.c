@@ -9,6 +9,7 @@
  * are joined here by their index.
  */
 #include <curl/curl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,8 @@
 
 struct llm {
     struct llm_conf conf;
-    char endpoint[512];
+    char endpoint[512];             /* …/chat/completions */
+    char embeddings[512];           /* …/embeddings */
 };
 
 struct call_tool {
@@ -37,6 +39,10 @@ struct call_tool {
 
 /* One attempt's reading state. */
 struct attempt {
+    const char *endpoint;
+    int stream;                     /* ask for an event stream */
+    json_t *raw;                    /* a whole reply kept as it is (embeddings), or NULL */
+    int keep_raw;
     CURL *easy;
     struct llm_reply *reply;
     llm_token_fn on_token;
@@ -119,6 +125,7 @@ int llm_new(const struct llm_conf *conf, struct llm **out, struct keel_error *er
         return keel_error_set(err, KEEL_ENOMEM, "llm", "out of memory");
     }
     snprintf(llm->endpoint, sizeof(llm->endpoint), "%s/chat/completions", llm->conf.url);
+    snprintf(llm->embeddings, sizeof(llm->embeddings), "%s/embeddings", llm->conf.url);
     *out = llm;
     return KEEL_OK;
 }
@@ -297,6 +304,11 @@ static int read_whole(struct attempt *a)
         json_decref(doc);
         return rc;
     }
+    if (a->keep_raw) {
+        a->raw = doc;
+        a->done = 1;
+        return KEEL_OK;
+    }
     choice = json_array_get(json_object_get(doc, "choices"), 0);
     msg = json_object_get(choice, "message");
     if (!json_is_object(msg)) {
@@ -385,6 +397,8 @@ static int collect_tools(struct attempt *a)
 
 static void attempt_release(struct attempt *a)
 {
+    json_decref(a->raw);
+    a->raw = NULL;
     sse_release(&a->parser);
     keel_buf_release(&a->body);
     for (int i = 0; i < a->n_tools; i++)
@@ -447,7 +461,7 @@ static enum outcome attempt_once(struct llm *llm, const char *body, struct curl_
     }
     sse_init(&a->parser, on_event, a);
     keel_buf_init(&a->body, c->max_response_bytes);
-    curl_easy_setopt(a->easy, CURLOPT_URL, llm->endpoint);
+    curl_easy_setopt(a->easy, CURLOPT_URL, a->endpoint);
     curl_easy_setopt(a->easy, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(a->easy, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(a->easy, CURLOPT_NOSIGNAL, 1L);
@@ -511,7 +525,7 @@ static enum outcome attempt_once(struct llm *llm, const char *body, struct curl_
     }
     if (collect_tools(a))
         return keel_error_set(err, KEEL_ENOMEM, "llm", "out of memory"), FAIL;
-    if (!a->reply->text.len && !json_array_size(a->reply->tool_calls)) {
+    if (!a->keep_raw && !a->reply->text.len && !json_array_size(a->reply->tool_calls)) {
         keel_error_set(err, KEEL_EIO, "llm", "the reply had neither text nor tool calls");
         return FAIL;
     }
@@ -530,22 +544,18 @@ static char *request_body(const struct llm *llm, const json_t *body)
     return text;
 }
 
-int llm_chat(struct llm *llm, const json_t *body, llm_token_fn on_token, void *ctx,
-             struct llm_reply *reply, struct keel_error *err)
+/* Sends `text` to `endpoint` with the retries and the breaker; a
+ * whole reply's JSON goes to *raw when `raw` is given. Frees `text`. */
+static int exchange(struct llm *llm, const char *endpoint, char *text, int stream,
+                    llm_token_fn on_token, void *ctx, struct llm_reply *reply, json_t **raw,
+                    struct keel_error *err)
 {
     const struct llm_conf *c = &llm->conf;
     struct curl_slist *headers = NULL;
     long start = mono_ms(), wait_s = 0, backoff = BACKOFF_FIRST_MS;
     char auth[600];
-    char *text;
     int rc = KEEL_OK;
 
-    if (!json_is_object(body))
-        return keel_error_set(err, KEEL_EINVAL, "body", "must be a JSON object");
-    /* Made before the breaker is asked: a probe it lets out must end
-     * in llm_breaker_record. */
-    if (!(text = request_body(llm, body)))
-        return keel_error_set(err, KEEL_ENOMEM, "llm", "out of memory");
     if (!llm_breaker_allow(c->url, &wait_s)) {
         keel_free(text);
         return keel_error_set(err, KEEL_EIO, "llm",
@@ -553,8 +563,8 @@ int llm_chat(struct llm *llm, const json_t *body, llm_token_fn on_token, void *c
                               "another %ld s", c->breaker_failures, wait_s);
     }
     headers = curl_slist_append(headers, "Content-Type: application/json");
-    headers = curl_slist_append(headers, c->stream ? "Accept: text/event-stream"
-                                                   : "Accept: application/json");
+    headers = curl_slist_append(headers, stream ? "Accept: text/event-stream"
+                                                : "Accept: application/json");
     if (c->key_env && getenv(c->key_env) && *getenv(c->key_env)) {
         snprintf(auth, sizeof(auth), "Authorization: Bearer %s", getenv(c->key_env));
         headers = curl_slist_append(headers, auth);
@@ -564,12 +574,19 @@ int llm_chat(struct llm *llm, const json_t *body, llm_token_fn on_token, void *c
         enum outcome o;
 
         memset(&a, 0, sizeof(a));
+        a.endpoint = endpoint;
+        a.stream = stream;
+        a.keep_raw = raw != NULL;
         a.reply = reply;
         a.on_token = on_token;
         a.ctx = ctx;
         keel_error_clear(&a.err);
         keel_error_clear(err);
         o = attempt_once(llm, text, headers, &a, err);
+        if (o == DONE && raw) {
+            *raw = a.raw;
+            a.raw = NULL;
+        }
         attempt_release(&a);
         if (o == DONE)
             break;
@@ -592,4 +609,65 @@ int llm_chat(struct llm *llm, const json_t *body, llm_token_fn on_token, void *c
     curl_slist_free_all(headers);
     keel_free(text);
     return rc;
+}
+
+int llm_chat(struct llm *llm, const json_t *body, llm_token_fn on_token, void *ctx,
+             struct llm_reply *reply, struct keel_error *err)
+{
+    char *text;
+
+    if (!json_is_object(body))
+        return keel_error_set(err, KEEL_EINVAL, "body", "must be a JSON object");
+    /* Made before the breaker is asked: a probe it lets out must end
+     * in llm_breaker_record. */
+    if (!(text = request_body(llm, body)))
+        return keel_error_set(err, KEEL_ENOMEM, "llm", "out of memory");
+    return exchange(llm, llm->endpoint, text, llm->conf.stream, on_token, ctx, reply, NULL, err);
+}
+
+int llm_embed(struct llm *llm, const char *input, float **out, int *dim, struct keel_error *err)
+{
+    struct llm_reply reply;
+    json_t *body = json_pack("{s:s, s:s}", "model", llm->conf.model, "input", input), *doc = NULL;
+    const json_t *vec, *x;
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    double norm = 0;
+    size_t i, n;
+    int rc;
+
+    json_decref(body);
+    if (!text)
+        return keel_error_set(err, KEEL_ENOMEM, "llm", "out of memory");
+    llm_reply_init(&reply);
+    rc = exchange(llm, llm->embeddings, text, 0, NULL, NULL, &reply, &doc, err);
+    llm_reply_release(&reply);
+    if (rc)
+        return rc;
+    vec = json_object_get(json_array_get(json_object_get(doc, "data"), 0), "embedding");
+    n = json_array_size(vec);
+    if (!json_is_array(vec) || n < 1 || n > LLM_EMBED_DIM_MAX) {
+        json_decref(doc);
+        return keel_error_set(err, KEEL_EIO, "llm",
+                              "the reply has no data[0].embedding of 1 to %d numbers",
+                              LLM_EMBED_DIM_MAX);
+    }
+    if (!(*out = keel_malloc(n * sizeof(float)))) {
+        json_decref(doc);
+        return keel_error_set(err, KEEL_ENOMEM, "llm", "out of memory");
+    }
+    json_array_foreach(vec, i, x) {
+        if (!json_is_number(x)) {
+            keel_free(*out);
+            *out = NULL;
+            json_decref(doc);
+            return keel_error_set(err, KEEL_EIO, "llm", "embedding[%zu] is not a number", i);
+        }
+        (*out)[i] = (float)json_number_value(x);
+        norm += json_number_value(x) * json_number_value(x);
+    }
+    for (i = 0; norm > 0 && i < n; i++)   /* L2-normalised: a dot product is a cosine */
+        (*out)[i] = (float)((*out)[i] / sqrt(norm));
+    *dim = (int)n;
+    json_decref(doc);
+    return KEEL_OK;
 }

@@ -66,7 +66,8 @@ static int check_env_name(const char *name, const char *field, struct keel_error
     return KEEL_OK;
 }
 
-static int load_section(const json_t *s, struct llm_conf *c, struct keel_error *err)
+static int load_section(const json_t *s, const char *path, struct llm_conf *c,
+                        struct keel_error *err)
 {
     static const char *const keys[] = {"url", "model", "key_env", "system_prompt", "timeout_ms",
                                        "retries", "max_backoff_ms", "breaker_failures",
@@ -81,29 +82,33 @@ static int load_section(const json_t *s, struct llm_conf *c, struct keel_error *
     if (!s)
         return KEEL_OK;
     if (!json_is_object(s))
-        return keel_error_set(err, KEEL_EINVAL, "llm", "must be a mapping");
-    if ((rc = keel_json_check_keys(s, keys, "llm", err)) ||
-        (rc = keel_json_get_string(s, "url", 0, "llm", &url, err)) ||
-        (rc = keel_json_get_string(s, "model", 0, "llm", &model, err)) ||
-        (rc = keel_json_get_string(s, "key_env", 0, "llm", &key_env, err)) ||
-        (rc = keel_json_get_string(s, "system_prompt", 0, "llm", &prompt, err)) ||
-        (rc = keel_json_get_int(s, "timeout_ms", 0, 100, 600000, "llm", &timeout, err)) ||
-        (rc = keel_json_get_int(s, "retries", 0, 0, 10, "llm", &retries, err)) ||
-        (rc = keel_json_get_int(s, "max_backoff_ms", 0, 0, 60000, "llm", &backoff, err)) ||
-        (rc = keel_json_get_int(s, "breaker_failures", 0, 1, 1000, "llm", &failures, err)) ||
-        (rc = keel_json_get_int(s, "breaker_cooldown_ms", 0, 0, 3600000, "llm", &cooldown,
+        return keel_error_set(err, KEEL_EINVAL, path, "must be a mapping");
+    if ((rc = keel_json_check_keys(s, keys, path, err)) ||
+        (rc = keel_json_get_string(s, "url", 0, path, &url, err)) ||
+        (rc = keel_json_get_string(s, "model", 0, path, &model, err)) ||
+        (rc = keel_json_get_string(s, "key_env", 0, path, &key_env, err)) ||
+        (rc = keel_json_get_string(s, "system_prompt", 0, path, &prompt, err)) ||
+        (rc = keel_json_get_int(s, "timeout_ms", 0, 100, 600000, path, &timeout, err)) ||
+        (rc = keel_json_get_int(s, "retries", 0, 0, 10, path, &retries, err)) ||
+        (rc = keel_json_get_int(s, "max_backoff_ms", 0, 0, 60000, path, &backoff, err)) ||
+        (rc = keel_json_get_int(s, "breaker_failures", 0, 1, 1000, path, &failures, err)) ||
+        (rc = keel_json_get_int(s, "breaker_cooldown_ms", 0, 0, 3600000, path, &cooldown,
                                 err)) ||
-        (rc = keel_json_get_bool(s, "stream", 0, "llm", &c->stream, err)) ||
-        (rc = keel_json_get_int(s, "max_response_bytes", 0, 4096, 64 << 20, "llm", &max_bytes,
+        (rc = keel_json_get_bool(s, "stream", 0, path, &c->stream, err)) ||
+        (rc = keel_json_get_int(s, "max_response_bytes", 0, 4096, 64 << 20, path, &max_bytes,
                                 err)) ||
-        (rc = keel_json_get_int(s, "history_tokens", 0, 0, 100000, "llm", &history, err)) ||
-        (rc = keel_json_get_bool(s, "planner", 0, "llm", &c->planner, err)))
+        (rc = keel_json_get_int(s, "history_tokens", 0, 0, 100000, path, &history, err)) ||
+        (rc = keel_json_get_bool(s, "planner", 0, path, &c->planner, err)))
         return rc;
-    if ((url && (rc = check_url(url, "llm.url", err))) ||
-        (key_env && (rc = check_env_name(key_env, "llm.key_env", err))))
+    char field[80];
+    snprintf(field, sizeof(field), "%s.url", path);
+    if (url && (rc = check_url(url, field, err)))
+        return rc;
+    snprintf(field, sizeof(field), "%s.key_env", path);
+    if (key_env && (rc = check_env_name(key_env, field, err)))
         return rc;
     if (prompt && strlen(prompt) > 16384)
-        return keel_error_set(err, KEEL_EINVAL, "llm.system_prompt", "is longer than 16384 bytes");
+        return keel_error_set(err, KEEL_EINVAL, path, "system_prompt is longer than 16384 bytes");
     c->timeout_ms = (long)timeout;
     c->retries = (int)retries;
     c->max_backoff_ms = (long)backoff;
@@ -114,7 +119,7 @@ static int load_section(const json_t *s, struct llm_conf *c, struct keel_error *
     if ((url && set_string(&c->url, url, 1)) || (model && set_string(&c->model, model, 0)) ||
         (key_env && set_string(&c->key_env, key_env, 0)) ||
         (prompt && set_string(&c->system_prompt, prompt, 0)))
-        return keel_error_set(err, KEEL_ENOMEM, "llm", "out of memory");
+        return keel_error_set(err, KEEL_ENOMEM, path, "out of memory");
     return KEEL_OK;
 }
 
@@ -145,14 +150,25 @@ static int override(struct llm_conf *c, const char *url, const char *model, cons
     return KEEL_OK;
 }
 
-int llm_conf_load(const json_t *section, const struct llm_options *opt, struct llm_conf *conf,
-                  struct keel_error *err)
+int llm_conf_load_as(const json_t *section, const char *path, const char *env,
+                     const struct llm_options *opt, struct llm_conf *conf, struct keel_error *err)
 {
-    static const char *const env_names[3] = {"KEEL_LLM_URL", "KEEL_LLM_MODEL",
-                                             "KEEL_LLM_KEY_ENV"};
-    static const char *const opt_names[3] = {"llm_url", "llm_model", "llm_key_env"};
+    char env_names[3][48], opt_names[3][48];
+    const char *envs[3], *opts[3];
+    static const char *const suffix[3] = {"URL", "MODEL", "KEY_ENV"};
+    static const char *const opt_suffix[3] = {"url", "model", "key_env"};
     int rc;
 
+    for (int i = 0; i < 3; i++) {
+        snprintf(env_names[i], sizeof(env_names[i]), "%s_%s", env, suffix[i]);
+        /* the options' names: KEEL_EMBED → embed_url (--embed-url) */
+        snprintf(opt_names[i], sizeof(opt_names[i]), "%s_%s",
+                 strncmp(env, "KEEL_", 5) ? env : env + 5, opt_suffix[i]);
+        for (char *p = opt_names[i]; *p; p++)
+            *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+        envs[i] = env_names[i];
+        opts[i] = opt_names[i];
+    }
     memset(conf, 0, sizeof(*conf));
     conf->timeout_ms = 30000;
     conf->retries = 2;
@@ -162,19 +178,28 @@ int llm_conf_load(const json_t *section, const struct llm_options *opt, struct l
     conf->stream = 1;
     conf->max_response_bytes = 1u << 20;
     conf->history_tokens = 1500;
-    rc = load_section(section, conf, err);
+    rc = load_section(section, path, conf, err);
     if (!rc)
-        rc = override(conf, getenv("KEEL_LLM_URL"), getenv("KEEL_LLM_MODEL"),
-                      getenv("KEEL_LLM_KEY_ENV"), env_names, err);
+        rc = override(conf, getenv(envs[0]), getenv(envs[1]), getenv(envs[2]), envs, err);
     if (!rc && opt)
-        rc = override(conf, opt->url, opt->model, opt->key_env, opt_names, err);
-    if (!rc && conf->url && !conf->model)
-        rc = keel_error_set(err, KEEL_EINVAL, opt && opt->url ? "llm_model" : "llm.model",
+        rc = override(conf, opt->url, opt->model, opt->key_env, opts, err);
+    if (!rc && conf->url && !conf->model) {
+        char field[64];
+        snprintf(field, sizeof(field), "%s.model", path);
+        rc = keel_error_set(err, KEEL_EINVAL, opt && opt->url ? opts[1] : field,
                             "is required with a model URL: the model's name on that server "
-                            "(--llm-model NAME, KEEL_LLM_MODEL or the pack's llm.model)");
+                            "(--%s-model NAME, %s or the pack's %s.model)",
+                            !strcmp(env, "KEEL_LLM") ? "llm" : "embed", envs[1], path);
+    }
     if (rc)
         llm_conf_release(conf);
     return rc;
+}
+
+int llm_conf_load(const json_t *section, const struct llm_options *opt, struct llm_conf *conf,
+                  struct keel_error *err)
+{
+    return llm_conf_load_as(section, "llm", "KEEL_LLM", opt, conf, err);
 }
 
 void llm_conf_release(struct llm_conf *conf)

@@ -70,6 +70,13 @@ struct llm_options {
 int llm_conf_load(const json_t *section, const struct llm_options *opt, struct llm_conf *conf,
                   struct keel_error *err);
 
+/* llm_conf_load for another model of the same protocol: the section's
+ * errors name `path` ("memory.embedder"), the environment is `env`_URL,
+ * `env`_MODEL and `env`_KEY_ENV ("KEEL_EMBED"), the options' errors
+ * "embed_url"…. */
+int llm_conf_load_as(const json_t *section, const char *path, const char *env,
+                     const struct llm_options *opt, struct llm_conf *conf, struct keel_error *err);
+
 /* Frees the strings of a conf. */
 void llm_conf_release(struct llm_conf *conf);
 
@@ -150,6 +157,13 @@ const struct llm_conf *llm_get_conf(const struct llm *llm);
  * holds what had arrived. Thread-safe. */
 int llm_chat(struct llm *llm, const json_t *body, llm_token_fn on_token, void *ctx,
              struct llm_reply *reply, struct keel_error *err);
+
+/* The embedding of `input` from the server's /v1/embeddings (the
+ * model of the client's settings), L2-normalised: *out is a new array
+ * of *dim floats (free with keel_free). Failures as for llm_chat, and
+ * KEEL_EIO when the reply holds no data[0].embedding of numbers. */
+#define LLM_EMBED_DIM_MAX 4096
+int llm_embed(struct llm *llm, const char *input, float **out, int *dim, struct keel_error *err);
 
 void llm_reply_init(struct llm_reply *reply);
 void llm_reply_release(struct llm_reply *reply);

@@ -35,7 +35,9 @@ struct memory {
     struct store *store;
     struct memory_conf conf;
     struct llm *judge;
-    struct memory_index *index;
+    struct memory_index *index;  /* NULL until the dimension is known (a model embedder) */
+    int dim;                     /* of the embedder's vectors; 0: not known yet */
+    char embedder[200];          /* MEMORY_EMBEDDER, or "openai:" and the model's name */
     int64_t seq;                 /* the last store decision the index has seen */
 };
 
@@ -43,6 +45,18 @@ void memory_conf_default(struct memory_conf *conf)
 {
     conf->min_similarity = 0.7;
     conf->same_task_similarity = 0.95;
+    conf->embedder = NULL;
+}
+
+/* The index of `dim`-dimensional vectors, made with the first one. */
+static int index_for(struct memory *m, int dim)
+{
+    if (!m->index) {
+        if (!(m->index = memory_index_new(dim)))
+            return KEEL_ENOMEM;
+        m->dim = dim;
+    }
+    return dim == m->dim ? KEEL_OK : KEEL_EINVAL;
 }
 
 static int follow(void *ctx, const char *id, const char *embedder, int dim, const float *v)
@@ -50,12 +64,52 @@ static int follow(void *ctx, const char *id, const char *embedder, int dim, cons
     struct memory *m = ctx;
 
     if (!v) {
-        memory_index_remove(m->index, id);
+        if (m->index)
+            memory_index_remove(m->index, id);
         return KEEL_OK;
     }
-    if (dim != MEMORY_DIM || strcmp(embedder, MEMORY_EMBEDDER))
-        return KEEL_OK;   /* another embedder's vectors are never compared */
+    /* Another embedder's vectors, or another dimension, are never
+     * compared: those runs are skipped. */
+    if (strcmp(embedder, m->embedder) || (m->index && dim != m->dim))
+        return KEEL_OK;
+    if (index_for(m, dim))
+        return KEEL_ENOMEM;
     return memory_index_put(m->index, id, v);
+}
+
+/* The run's vector: hashed, or from the model embedder. *out is new
+ * (keel_free). */
+static int embed(struct memory *m, const char *task, const char *summary, float **out, int *dim,
+                 struct keel_error *err)
+{
+    char *text;
+    int rc;
+
+    if (!m->conf.embedder) {
+        if (!(*out = keel_malloc(MEMORY_DIM * sizeof(float))))
+            return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+        memory_embed(task, summary, *out);
+        *dim = MEMORY_DIM;
+    } else {
+        size_t n = strlen(task) + (summary ? strlen(summary) : 0) + 3;
+        if (!(text = keel_malloc(n)))
+            return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+        snprintf(text, n, "%s\n\n%s", task, summary ? summary : "");
+        rc = llm_embed(m->conf.embedder, text, out, dim, err);
+        keel_free(text);
+        if (rc)
+            return rc;
+    }
+    if ((rc = index_for(m, *dim))) {
+        keel_free(*out);
+        *out = NULL;
+        return rc == KEEL_ENOMEM
+                   ? keel_error_set(err, rc, "memory", "out of memory")
+                   : keel_error_set(err, KEEL_EIO, "embedding",
+                                    "the embedder gave %d dimensions where memory holds %d", *dim,
+                                    m->dim);
+    }
+    return KEEL_OK;
 }
 
 static int sync_index(struct memory *m, struct keel_error *err)
@@ -69,16 +123,23 @@ int memory_open(struct store *store, const struct memory_conf *conf, struct llm 
     struct memory *m = keel_calloc(1, sizeof(*m));
     int rc;
 
-    if (!m || !(m->index = memory_index_new(MEMORY_DIM))) {
-        keel_free(m);
+    if (!m)
         return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
-    }
     m->store = store;
     m->judge = judge;
     if (conf)
         m->conf = *conf;
     else
         memory_conf_default(&m->conf);
+    if (m->conf.embedder)
+        snprintf(m->embedder, sizeof(m->embedder), "openai:%.180s",
+                 llm_get_conf(m->conf.embedder)->model);
+    else
+        snprintf(m->embedder, sizeof(m->embedder), "%s", MEMORY_EMBEDDER);
+    if (!m->conf.embedder && index_for(m, MEMORY_DIM)) {
+        keel_free(m);
+        return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+    }
     if ((rc = sync_index(m, err))) {
         memory_free(m);
         return rc;
@@ -361,7 +422,8 @@ struct memory_decision {
     char *summary, *outcome, *conversation_id, *target;
     char *refs_text, *artifacts_text, *merged_text;
     struct verdict v;
-    float vector[MEMORY_DIM];
+    float *vector;
+    int dim;
     struct store_memory_run run;
     struct store_memory_change change;
     json_t *json;
@@ -378,6 +440,7 @@ void memory_decision_free(struct memory_decision *d)
     keel_free(d->refs_text);
     keel_free(d->artifacts_text);
     keel_free(d->merged_text);
+    keel_free(d->vector);
     json_decref(d->json);
     keel_free(d);
 }
@@ -420,7 +483,8 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
         snprintf(d->id, sizeof(d->id), "%s", in->id);
     else
         keel_id_new("run", d->id, sizeof(d->id));
-    memory_embed(in->task, in->summary, d->vector);
+    if ((rc = embed(m, in->task, in->summary, &d->vector, &d->dim, err)))
+        goto out;
     n = memory_index_search(m->index, d->vector, MEMORY_TOP_K, (float)m->conf.min_similarity,
                             hits);
     for (size_t i = 0; i < n; i++) {
@@ -483,7 +547,7 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
     }
     d->run = (struct store_memory_run){d->id, d->task, d->summary, d->outcome, d->refs_text,
                                        d->artifacts_text, d->conversation_id, in->now_ms,
-                                       MEMORY_EMBEDDER, MEMORY_DIM, d->vector};
+                                       m->embedder, d->dim, d->vector};
     d->change.decision = d->v.decision;
     d->change.run = &d->run;
     d->change.target_id = d->target;
@@ -531,10 +595,10 @@ int memory_search(struct memory *m, const char *query, int limit, json_t **out,
 {
     struct memory_hit hits[MEMORY_SEARCH_MAX];
     const char *ids[MEMORY_SEARCH_MAX];
-    float vector[MEMORY_DIM];
+    float *vector = NULL;
     json_t *runs = NULL, *r;
     size_t n, i;
-    int rc;
+    int dim, rc;
 
     if ((rc = check_text(query, "query", 1, err)))
         return rc;
@@ -542,8 +606,10 @@ int memory_search(struct memory *m, const char *query, int limit, json_t **out,
         return keel_error_set(err, KEEL_EINVAL, "limit", "must be 1 to %d", MEMORY_SEARCH_MAX);
     if ((rc = sync_index(m, err)))
         return rc;
-    memory_embed(query, NULL, vector);
+    if ((rc = embed(m, query, NULL, &vector, &dim, err)))
+        return rc;
     n = memory_index_search(m->index, vector, (size_t)limit, 1e-6f, hits);
+    keel_free(vector);
     for (i = 0; i < n; i++)
         ids[i] = hits[i].id;
     if ((rc = store_memory_get(m->store, ids, n, &runs, err)))

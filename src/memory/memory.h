@@ -82,9 +82,11 @@ struct llm;
 struct memory_conf {
     double min_similarity;       /* candidates from here: 0.7 */
     double same_task_similarity; /* a run this close is the same task: 0.95 */
+    struct llm *embedder;        /* an OpenAI-compatible /v1/embeddings (borrowed); NULL: the
+                                  * hashed embedder */
 };
 
-/* The defaults above. */
+/* The defaults above, with the hashed embedder. */
 void memory_conf_default(struct memory_conf *conf);
 
 /* A finished run to admit. references/artifacts are arrays (borrowed;

@@ -73,12 +73,13 @@ static int open_llm(struct pipeline *pl, const struct pipeline_options *options,
 }
 
 /* The pack's `memory:` section: {remember: true, min_similarity: 0.7,
- * same_task_similarity: 0.95, judge: rules|model}. With remember on,
- * every turn that ran a tool is offered to memory admission. */
+ * same_task_similarity: 0.95, judge: rules|model, embedder: {url, model,
+ * key_env}}. With remember on, every turn that ran a tool is offered to
+ * memory admission. */
 static int open_memory(struct pipeline *pl, struct keel_error *err)
 {
     static const char *const keys[] = {"remember", "min_similarity", "same_task_similarity",
-                                       "judge", NULL};
+                                       "judge", "embedder", NULL};
     const json_t *s = json_object_get(pl->pack->doc, "memory");
     struct memory_conf conf;
     const char *judge = "rules";
@@ -107,6 +108,23 @@ static int open_memory(struct pipeline *pl, struct keel_error *err)
         return keel_error_set(err, KEEL_EINVAL, "memory.judge", "must be rules or model");
     if (!remember)
         return KEEL_OK;
+    if (!strcmp(judge, "model") && !pl->llm)
+        return keel_error_set(err, KEEL_EINVAL, "memory.judge",
+                              "is model, but the pack has no model (llm.url, --llm-url)");
+    /* The embedder: the pack's memory.embedder, then KEEL_EMBED_*; none:
+     * the hashed one. */
+    {
+        struct llm_conf ec;
+        if ((rc = llm_conf_load_as(json_object_get(s, "embedder"), "memory.embedder",
+                                   "KEEL_EMBED", NULL, &ec, err)))
+            return rc;
+        if (ec.url)
+            rc = llm_new(&ec, &pl->embedder, err);
+        llm_conf_release(&ec);
+        if (rc)
+            return rc;
+    }
+    conf.embedder = pl->embedder;
     return memory_open(pl->store, &conf, !strcmp(judge, "model") ? pl->llm : NULL, &pl->memory,
                        err);
 }
@@ -154,6 +172,7 @@ void pipeline_free(struct pipeline *pl)
         return;
     providers_free(pl->providers);
     memory_free(pl->memory);
+    llm_free(pl->embedder);
     llm_free(pl->llm);
     config_release(&pl->cfg);
     policy_free(pl->policy);

@@ -28,6 +28,7 @@ struct pipeline {
     struct providers *providers;       /* remote paper providers (owned) */
     struct llm *llm;                   /* the model, or NULL: extractive answers (owned) */
     struct memory *memory;             /* long-term memory of runs (pack memory.remember), or NULL */
+    struct llm *embedder;              /* memory's /v1/embeddings model, or NULL: hashed (owned) */
     int trace;                         /* KEEL_DEBUG_TRACE=1, read once */
     char pack_dir[4200];
 };

@@ -19,15 +19,31 @@
 
 #include "core/clock.h"
 #include "core/json.h"
+#include "llm/llm.h"
 #include "memory/memory.h"
 #include "server/server_int.h"
 
+/* Memory over the loop thread's store, made on first use; its embedder
+ * is KEEL_EMBED_URL/_MODEL/_KEY_ENV when set (as for keel memory), else
+ * the hashed one. */
 static int memory_ready(struct server *srv, struct evhttp_request *req)
 {
+    struct memory_conf conf;
+    struct llm_conf ec;
     struct keel_error err;
+    int rc;
 
+    if (srv->memory)
+        return 1;
     keel_error_clear(&err);
-    if (!srv->memory && memory_open(srv->store, NULL, NULL, &srv->memory, &err)) {
+    memory_conf_default(&conf);
+    if (!(rc = llm_conf_load_as(NULL, "memory.embedder", "KEEL_EMBED", NULL, &ec, &err))) {
+        if (ec.url)
+            rc = llm_new(&ec, &srv->embedder, &err);
+        llm_conf_release(&ec);
+    }
+    conf.embedder = srv->embedder;
+    if (rc || memory_open(srv->store, &conf, NULL, &srv->memory, &err)) {
         http_keel_error(req, &err);
         return 0;
     }

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "core/alloc.h"
+#include "llm/llm.h"
 #include "memory/memory.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -179,6 +180,7 @@ static void server_release(struct server *srv)
     json_decref(srv->buckets);
     json_decref(srv->key_streams);
     memory_free(srv->memory);
+    llm_free(srv->embedder);
     store_close(srv->store);
 }
 

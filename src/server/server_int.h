@@ -100,6 +100,7 @@ struct server {
     json_t *buckets;                 /* key id -> {tokens, at}: request rate (loop thread) */
     json_t *key_streams;             /* key id -> open streams */
     struct memory *memory;           /* long-term memory over `store`, made on first use */
+    struct llm *embedder;            /* its /v1/embeddings model, or NULL (hashed) */
 };
 
 /* ---- http.c ------------------------------------------------------------ */

@@ -201,3 +201,36 @@ test_memory_remember_stage_with_turns() {
     run "$KEEL" chat --json --db "$db" --pack assistant < "$TMP/rem2.in"
     [ "$(sqlite3 "$db" 'SELECT count(*) FROM memory_decisions')" = 2 ] || fail "assistant remembered"
 }
+
+# An OpenAI-compatible /v1/embeddings embedder: its vectors are stored
+# with its name and dimension, and runs of another embedder are never
+# compared with them.
+test_memory_embeddings_embedder() {
+    MEMDB="$TMP/embed.db"
+    model_start
+    mem add --task "$SQL" --outcome failure --summary 'SELECT * FROM users'
+    expect_json .decision '"ADD"'
+    hashed=$(printf '%s' "$OUT" | jq -r .run_id)
+    mem add --task "$SQL" --outcome failure --summary 'SELECT * FROM users' --embed-url "$LLM" --embed-model fake-embed
+    expect_rc 0
+    # the hashed run is not compared: the model's first run is an ADD
+    expect_json '[.decision, .candidates]' '["ADD",[]]'
+    first=$(printf '%s' "$OUT" | jq -r .run_id)
+    mem add --task "$SQL" --outcome success --summary 'SELECT id FROM users' --embed-url "$LLM" --embed-model fake-embed
+    expect_json '[.decision, .target_run_id]' "[\"REPLACE\",\"$first\"]"
+    OUT=$(model_requests)
+    expect_json '.[0].model' '"fake-embed"'
+    expect_json '.[0].input | startswith("Generate optimized SQL queries for user data")' 'true'
+    [ "$(sqlite3 "$MEMDB" "SELECT embedder || ':' || dim FROM memory_runs WHERE id = '$first'")" = 'openai:fake-embed:16' ] ||
+        fail "the run does not name its embedder"
+    [ "$(sqlite3 "$MEMDB" "SELECT embedder || ':' || dim FROM memory_runs WHERE id = '$hashed'")" = 'hashed-v1:256' ] ||
+        fail "the hashed run lost its embedder"
+    # The embedder down: a clear error, nothing stored.
+    kill "$MODEL_PID"
+    wait "$MODEL_PID" 2>/dev/null || true
+    mem add --task 'x' --outcome success --embed-url "$LLM" --embed-model fake-embed
+    expect_rc 1
+    expect_json '.error.message | startswith("cannot reach the model")' 'true'
+    mem decisions --limit 10
+    expect_json 'length' '3'
+}

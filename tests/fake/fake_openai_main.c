@@ -9,7 +9,8 @@
  * request says "stream": true, chat.completion.chunk events (a role
  * chunk, the text a word at a time, each tool call's name then its
  * arguments in two pieces, a finish chunk) and "data: [DONE]".
- * GET /v1/models lists "fake-model".
+ * GET /v1/models lists "fake-model"; POST /v1/embeddings answers a
+ * bag-of-words vector of 16 dimensions (the same words, the same vector).
  *
  * Tests steer it over HTTP:
  *   POST /_script     a JSON array of replies, used in order (the last
@@ -327,6 +328,49 @@ static void on_chat(struct evhttp_request *req)
     json_decref(request);
 }
 
+/* A bag of words hashed into 16 dimensions: the same words, the same
+ * vector; shared words, similar vectors. Each request is recorded. */
+static void on_embeddings(struct evhttp_request *req)
+{
+    char *text = body_of(req);
+    json_t *request = text ? json_loads(text, 0, NULL) : NULL, *vec;
+    const char *input = json_string_value(json_object_get(request, "input"));
+    double v[16] = {0};
+    char word[64];
+    size_t n = 0;
+
+    free(text);
+    if (!input) {
+        json_decref(request);
+        reply_json(req, 400, json_pack("{s:{s:s}}", "error", "message", "input is required"));
+        return;
+    }
+    json_array_append(requests, request);
+    for (const char *p = input;; p++) {
+        if (*p && ((*p | 32) >= 'a' && (*p | 32) <= 'z')) {
+            if (n < sizeof(word) - 1)
+                word[n++] = (char)(*p | 32);
+            continue;
+        }
+        if (n) {
+            unsigned h = 2166136261u;
+            for (size_t i = 0; i < n; i++)
+                h = (h ^ (unsigned char)word[i]) * 16777619u;
+            v[h % 16] += 1;
+            n = 0;
+        }
+        if (!*p)
+            break;
+    }
+    vec = json_array();
+    for (int i = 0; i < 16; i++)
+        json_array_append_new(vec, json_real(v[i]));
+    reply_json(req, 200, json_pack("{s:s, s:[{s:s, s:i, s:o}], s:O?}", "object", "list", "data",
+                                   "object", "embedding", "index", 0, "embedding", vec, "model",
+                                   json_object_get(request, "model")));
+    json_decref(request);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
@@ -335,6 +379,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     (void)arg;
     if (cmd == EVHTTP_REQ_POST && !strcmp(path, "/v1/chat/completions")) {
         on_chat(req);
+    } else if (cmd == EVHTTP_REQ_POST && !strcmp(path, "/v1/embeddings")) {
+        on_embeddings(req);
     } else if (cmd == EVHTTP_REQ_GET && !strcmp(path, "/v1/models")) {
         reply_json(req, 200, json_pack("{s:s, s:[{s:s, s:s, s:s}]}", "object", "list", "data",
                                        "id", "fake-model", "object", "model", "owned_by",
