@@ -112,9 +112,17 @@ static int embed(struct memory *m, const char *task, const char *summary, float 
     return KEEL_OK;
 }
 
+/* Replays the store's new decisions into the index. A replay that
+ * fails part way starts again from the same point next time: puts and
+ * removes by id may be repeated. */
 static int sync_index(struct memory *m, struct keel_error *err)
 {
-    return store_memory_sync(m->store, &m->seq, follow, m, err);
+    int64_t before = m->seq;
+    int rc = store_memory_sync(m->store, &m->seq, follow, m, err);
+
+    if (rc)
+        m->seq = before;
+    return rc;
 }
 
 int memory_open(struct store *store, const struct memory_conf *conf, struct llm *judge,
@@ -417,7 +425,7 @@ static json_t *union_refs(const json_t *a, const json_t *b)
 }
 
 struct memory_decision {
-    char id[KEEL_ID_MAX];
+    char id[64];                 /* a run id is 1..63 bytes */
     char task[MEMORY_TEXT_MAX + 1];
     char *summary, *outcome, *conversation_id, *target;
     char *refs_text, *artifacts_text, *merged_text;
@@ -470,6 +478,7 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
     json_t *candidates = NULL, *cand_out = json_array(), *merged = NULL;
     struct memory_decision *d = keel_calloc(1, sizeof(*d));
     const char *judge = "rules";
+    long failures = keel_alloc_failures();
     size_t n;
     int rc;
 
@@ -534,7 +543,8 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
     d->outcome = dup_text(in->outcome);
     d->conversation_id = in->conversation_id ? keel_strdup(in->conversation_id) : NULL;
     d->refs_text = json_dumps(refs, JSON_COMPACT);
-    d->artifacts_text = json_dumps(in->artifacts ? in->artifacts : json_array(), JSON_COMPACT);
+    d->artifacts_text = in->artifacts ? json_dumps(in->artifacts, JSON_COMPACT)
+                                      : keel_strdup("[]");
     d->json = json_pack("{s:s, s:s, s:s?, s:s, s:o, s:s, s:O}", "run_id", d->id, "decision",
                         d->v.decision, "target_run_id", d->target, "reason", d->v.reason,
                         "similarity", similarity >= 0 ? json_real(similarity) : json_null(),
@@ -557,6 +567,12 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
     d->change.ts_ms = in->now_ms;
     d->change.merged_refs_json = d->merged_text;
     d->v.target = NULL;   /* it points into `candidates`, freed below */
+    /* jansson swallows some allocation failures (an append, a copy): a
+     * decision made while one happened is not trusted. */
+    if (keel_alloc_failures() != failures) {
+        rc = keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+        goto out;
+    }
     *out = d;
     d = NULL;
 out:

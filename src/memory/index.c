@@ -265,6 +265,8 @@ size_t memory_index_search(const struct memory_index *ix, const float *q, size_t
 
     if (k > MEMORY_SEARCH_MAX)
         k = MEMORY_SEARCH_MAX;
+    if (!k)
+        return 0;
     encode(qcode, q, dim);
     pthread_rwlock_rdlock((pthread_rwlock_t *)&ix->lock);
     /* 1. the codes: the best k + RESCORE by the approximate dot */
@@ -301,6 +303,8 @@ size_t memory_index_search_exact(const struct memory_index *ix, const float *q, 
 
     if (k > MEMORY_SEARCH_MAX)
         k = MEMORY_SEARCH_MAX;
+    if (!k)
+        return 0;
     pthread_rwlock_rdlock((pthread_rwlock_t *)&ix->lock);
     for (size_t s = 0; s < ix->n; s++) {
         float sim = memory_dot(q, ix->vectors + s * (size_t)ix->dim, ix->dim);

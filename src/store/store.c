@@ -330,6 +330,8 @@ static int check_memory_change(const struct store_memory_change *c, struct keel_
         (!c->target_id || !*c->target_id))
         return keel_error_set(err, KEEL_EINVAL, "target_run_id", "is required for %s",
                               c->decision);
+    if (c->target_id && !strcmp(c->target_id, r->id))
+        return keel_error_set(err, KEEL_EINVAL, "target_run_id", "is the run itself");
     if (!strcmp(c->decision, "MERGE") && !c->merged_refs_json)
         return keel_error_set(err, KEEL_EINVAL, "references", "a MERGE needs the union");
     if (!c->reason || !c->judge)

@@ -47,11 +47,13 @@ static int active(const struct mem_run *r)
     return r && !strcmp(json_string_value(json_object_get(r->run, "status")), "active");
 }
 
+/* The array `text` holds (store.c checked it is JSON); NULL when out
+ * of memory, which fails the json_pack it is given to. */
 static json_t *parse_array(const char *text)
 {
     json_t *v = json_loads(text, 0, NULL);
 
-    if (json_is_array(v))
+    if (json_is_array(v) || !v)
         return v;
     json_decref(v);
     return json_array();
@@ -63,7 +65,8 @@ int mem_memory_apply(struct mem_memory **mp, const struct store_memory_change *c
     const struct store_memory_run *r = c->run;
     struct mem_memory *m = *mp;
     struct mem_run *target = NULL, *added = NULL;
-    json_t *decision;
+    json_t *decision, *status = NULL, *by = NULL, *merged = NULL, *uses = NULL;
+    long failures = keel_alloc_failures();
     int adds = strcmp(c->decision, "NOT") != 0;
 
     if (!m) {
@@ -85,14 +88,39 @@ int mem_memory_apply(struct mem_memory **mp, const struct store_memory_change *c
                          c->reason, "similarity",
                          c->similarity >= 0 ? json_real(c->similarity) : json_null(), "judge",
                          c->judge, "task", r->task, "ts", (json_int_t)c->ts_ms);
-    if (!decision)
+    /* Everything the change needs is made before anything changes: a
+     * failure then leaves the memory as it was. Replacing a key's value
+     * allocates nothing; an integer is made in place below. */
+    if (!strcmp(c->decision, "REPLACE")) {
+        status = json_string("superseded");
+        by = json_string(r->id);
+    }
+    if (!strcmp(c->decision, "MERGE")) {
+        merged = parse_array(c->merged_refs_json);
+        uses = json_integer(0);
+    }
+    /* jansson swallows some allocation failures (a parse may lose a
+     * byte): a change made while one happened is not applied. */
+    if (!decision || (!strcmp(c->decision, "REPLACE") && (!status || !by)) ||
+        (!strcmp(c->decision, "MERGE") && (!merged || !uses)) ||
+        keel_alloc_failures() != failures) {
+        json_decref(decision);
+        json_decref(status);
+        json_decref(by);
+        json_decref(merged);
+        json_decref(uses);
         return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+    }
     if (adds) {
         if (m->n == m->cap) {
             size_t cap = m->cap ? m->cap * 2 : 16;
             struct mem_run *runs = keel_realloc(m->runs, cap * sizeof(*runs));
             if (!runs) {
                 json_decref(decision);
+                json_decref(status);
+                json_decref(by);
+                json_decref(merged);
+                json_decref(uses);
                 return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
             }
             m->runs = runs;
@@ -114,24 +142,30 @@ int mem_memory_apply(struct mem_memory **mp, const struct store_memory_change *c
             keel_free(added->embedder);
             keel_free(added->vector);
             json_decref(decision);
+            json_decref(status);
+            json_decref(by);
+            json_decref(merged);
+            json_decref(uses);
             return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
         }
         memcpy(added->vector, r->vector, (size_t)r->dim * sizeof(float));
         m->n++;
     }
     if (!strcmp(c->decision, "REPLACE")) {
-        json_object_set_new(target->run, "status", json_string("superseded"));
-        json_object_set_new(target->run, "superseded_by", json_string(r->id));
+        json_object_set_new(target->run, "status", status);
+        json_object_set_new(target->run, "superseded_by", by);
         json_object_set_new(target->run, "canonical", json_false());
+        status = by = NULL;
     } else if (!strcmp(c->decision, "MERGE")) {
         struct mem_run *canon = c->new_canonical ? added : target;
         struct mem_run *other = c->new_canonical ? target : added;
-        json_int_t uses = json_integer_value(json_object_get(canon->run, "uses")) +
-                          json_integer_value(json_object_get(other->run, "uses"));
         json_object_set_new(canon->run, "canonical", json_true());
         json_object_set_new(other->run, "canonical", json_false());
-        json_object_set_new(canon->run, "references", parse_array(c->merged_refs_json));
-        json_object_set_new(canon->run, "uses", json_integer(uses));
+        json_integer_set(uses, json_integer_value(json_object_get(canon->run, "uses")) +
+                                   json_integer_value(json_object_get(other->run, "uses")));
+        json_object_set_new(canon->run, "references", merged);
+        json_object_set_new(canon->run, "uses", uses);
+        merged = uses = NULL;
     }
     json_array_append_new(m->decisions, decision);
     return KEEL_OK;
@@ -148,16 +182,15 @@ int mem_memory_sync(const struct mem_memory *m, int64_t *seq, store_memory_fn fn
         const char *decision = json_string_value(json_object_get(d, "decision"));
         const struct mem_run *r = find(m, json_string_value(json_object_get(d, "run_id")));
 
-        *seq = (int64_t)i + 1;
-        if (!strcmp(decision, "NOT"))
-            continue;
-        if ((rc = fn(ctx, json_string_value(json_object_get(d, "run_id")), r->embedder, r->dim,
-                     r->vector)) ||
-            (!strcmp(decision, "REPLACE") &&
-             (rc = fn(ctx, json_string_value(json_object_get(d, "target_run_id")), NULL, 0,
-                      NULL))))
+        if (strcmp(decision, "NOT") &&
+            ((rc = fn(ctx, json_string_value(json_object_get(d, "run_id")), r->embedder, r->dim,
+                      r->vector)) ||
+             (!strcmp(decision, "REPLACE") &&
+              (rc = fn(ctx, json_string_value(json_object_get(d, "target_run_id")), NULL, 0,
+                       NULL)))))
             return err->code ? rc : keel_error_set(err, rc, "memory",
                                                    "the index could not follow the store");
+        *seq = (int64_t)i + 1;   /* only once its changes were followed */
     }
     return KEEL_OK;
 }

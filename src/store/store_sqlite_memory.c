@@ -126,9 +126,11 @@ int sqlite_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, vo
         int dim = sqlite3_column_int(stmt, 5);
         const void *blob = sqlite3_column_blob(stmt, 6);
 
-        *seq = sqlite3_column_int64(stmt, 0);
-        if (!strcmp(decision, "NOT"))
+        int64_t at = sqlite3_column_int64(stmt, 0);
+        if (!strcmp(decision, "NOT")) {
+            *seq = at;
             continue;
+        }
         if (!blob || sqlite3_column_bytes(stmt, 6) != dim * (int)sizeof(float)) {
             rc = keel_error_set(err, KEEL_EIO, "memory", "run \"%s\" has a damaged vector", run);
             break;
@@ -137,6 +139,7 @@ int sqlite_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, vo
             break;
         if (!strcmp(decision, "REPLACE") && (rc = fn(ctx, target, NULL, 0, NULL)))
             break;
+        *seq = at;   /* only once its changes were followed */
     }
     sqlite_stmt_done(stmt);
     if (!rc && step != SQLITE_DONE)
@@ -154,6 +157,11 @@ static json_t *run_json(sqlite3_stmt *stmt)
 
     refs = json_loads(r, 0, NULL);
     artifacts = json_loads(a, 0, NULL);
+    if (!refs || !artifacts) {   /* stored as JSON arrays: out of memory */
+        json_decref(refs);
+        json_decref(artifacts);
+        return NULL;
+    }
     return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:s?, s:I, s:s, s:s?, s:b, s:i}", "id",
                      (const char *)sqlite3_column_text(stmt, 0), "task",
                      (const char *)sqlite3_column_text(stmt, 1), "summary",
@@ -171,12 +179,13 @@ int sqlite_memory_get(struct store *store, const char *const *ids, size_t n, jso
                       struct keel_error *err)
 {
     struct sqlite_store *st = (struct sqlite_store *)store;
-    sqlite3_stmt *stmt = st->stmt[ST_MEM_GET];
+    sqlite3_stmt *stmt;
     json_t *list;
     int rc, step;
 
     if ((rc = sqlite_connection_ready(st, err)))
         return rc;
+    stmt = st->stmt[ST_MEM_GET];   /* after: a replaced connection has new statements */
     if (!(list = json_array()))
         return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
     for (size_t i = 0; i < n && !rc; i++) {
@@ -202,12 +211,13 @@ int sqlite_memory_decisions(struct store *store, int limit, int offset, json_t *
                             struct keel_error *err)
 {
     struct sqlite_store *st = (struct sqlite_store *)store;
-    sqlite3_stmt *stmt = st->stmt[ST_MEM_DECISIONS];
+    sqlite3_stmt *stmt;
     json_t *list;
     int rc, step;
 
     if ((rc = sqlite_connection_ready(st, err)))
         return rc;
+    stmt = st->stmt[ST_MEM_DECISIONS];   /* after: a replaced connection has new statements */
     if (!(list = json_array()))
         return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
     sqlite3_bind_int(stmt, 1, limit);
