@@ -39,21 +39,25 @@ static void add(float *v, enum feature kind, const char *a, size_t na, const cha
     v[h % MEMORY_DIM] += (h >> 63) ? -weight : weight;
 }
 
-/* Strips a plural or -ing/-ed ending from a lower-case word. */
+/* Strips a plural or -ing/-ed ending from a lower-case word, then a
+ * final e, so "generate", "generated" and "generating" all become
+ * "generat". */
 static size_t stem(char *w, size_t n)
 {
     if (n > 4 && !memcmp(w + n - 3, "ies", 3)) {
         w[n - 3] = 'y';
-        return n - 2;
+        n -= 2;
+    } else if (n > 5 && !memcmp(w + n - 3, "ing", 3)) {
+        n -= 3;
+    } else if (n > 4 && !memcmp(w + n - 2, "ed", 2)) {
+        n -= 2;
+    } else if (n > 4 && !memcmp(w + n - 4, "sses", 4)) {
+        n -= 2;
+    } else if (n > 3 && w[n - 1] == 's' && w[n - 2] != 's' && w[n - 2] != 'u') {
+        n -= 1;
     }
-    if (n > 5 && !memcmp(w + n - 3, "ing", 3))
-        return n - 3;
-    if (n > 4 && !memcmp(w + n - 2, "ed", 2))
-        return n - 2;
-    if (n > 4 && !memcmp(w + n - 4, "sses", 4))
-        return n - 2;
-    if (n > 3 && w[n - 1] == 's' && w[n - 2] != 's' && w[n - 2] != 'u')
-        return n - 1;
+    if (n > 4 && w[n - 1] == 'e')
+        n -= 1;
     return n;
 }
 

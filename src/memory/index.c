@@ -236,15 +236,20 @@ void memory_index_remove(struct memory_index *ix, const char *id)
     pthread_rwlock_unlock(&ix->lock);
 }
 
-/* Keeps the best `cap` (score, slot) pairs in `best`, best first. */
-static void keep(int32_t *score, size_t *slot, size_t *n, size_t cap, int32_t sc, size_t s)
+/* Keeps the best `cap` (score, slot) pairs in `best`, best first; among
+ * equal scores the earlier added (smaller order) ranks first, so ties
+ * do not depend on where swap-removes left a run. */
+static void keep(const struct memory_index *ix, int32_t *score, size_t *slot, size_t *n,
+                 size_t cap, int32_t sc, size_t s)
 {
     size_t at;
 
-    if (*n == cap && sc <= score[cap - 1])
+    if (*n == cap && (sc < score[cap - 1] ||
+                      (sc == score[cap - 1] && ix->order[s] > ix->order[slot[cap - 1]])))
         return;
     at = *n < cap ? (*n)++ : cap - 1;
-    while (at > 0 && score[at - 1] < sc) {
+    while (at > 0 && (score[at - 1] < sc ||
+                      (score[at - 1] == sc && ix->order[slot[at - 1]] > ix->order[s]))) {
         score[at] = score[at - 1];
         slot[at] = slot[at - 1];
         at--;
@@ -271,7 +276,7 @@ size_t memory_index_search(const struct memory_index *ix, const float *q, size_t
     pthread_rwlock_rdlock((pthread_rwlock_t *)&ix->lock);
     /* 1. the codes: the best k + RESCORE by the approximate dot */
     for (size_t s = 0; s < ix->n; s++)
-        keep(score, slot, &cands, cap, code_dot(qcode, ix->codes + s * (size_t)ix->dim, dim), s);
+        keep(ix, score, slot, &cands, cap, code_dot(qcode, ix->codes + s * (size_t)ix->dim, dim), s);
     /* 2. those, exactly */
     for (size_t c = 0; c < cands; c++) {
         size_t s = slot[c], at;
