@@ -134,7 +134,7 @@ test_memory_over_http() {
     auth_post "$editor" /v1/memory/runs "{\"task\": \"$SQL\", \"outcome\": \"success\", \"summary\": \"SELECT id, name, email FROM users WHERE active = true\", \"references\": [\"pg-docs\"]}"
     expect_code 201
     expect_json '[.decision, .target_run_id]' "[\"REPLACE\",\"$failed\"]"
-    expect_json '.similarity' '0.925'
+    expect_json '.similarity' '0.9243'
     auth_post "$editor" /v1/memory/runs "{\"task\": \"$SQL\", \"outcome\": \"success\", \"summary\": \"SELECT id, name, email FROM users WHERE active = true\", \"references\": [\"pg-docs\"]}"
     expect_code 200
     expect_json .decision '"NOT"'
