@@ -390,3 +390,17 @@ int personal_load(const json_t *s, struct personal_conf *conf, struct keel_error
     }
     return KEEL_OK;
 }
+
+int personal_refuses(const struct personal_conf *conf, const char *key, const char *value,
+                     int note, char *reason, size_t n)
+{
+    struct personal_request req;
+
+    memset(&req, 0, sizeof(req));
+    req.op = note ? PERSONAL_NOTE : PERSONAL_SET;
+    vet(conf, note ? "" : key, value, &req);
+    if (req.op != PERSONAL_REFUSE)
+        return 0;
+    snprintf(reason, n, "%s", req.reason);
+    return 1;
+}

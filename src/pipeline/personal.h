@@ -27,7 +27,7 @@
 #include "core/error.h"
 #include "store/store.h"
 
-#define PERSONAL_PHRASES_MAX 24     /* phrases of one list */
+#define PERSONAL_PHRASES_MAX 48     /* phrases of one list */
 #define PERSONAL_PHRASE_MAX 48      /* bytes of one phrase */
 #define PERSONAL_INPUT_MAX 1024     /* bytes of a message read */
 
@@ -71,6 +71,12 @@ struct personal_request {
 /* Reads `text` (`n` bytes; at most PERSONAL_INPUT_MAX read). */
 void personal_parse(const struct personal_conf *conf, const char *text, size_t n,
                     struct personal_request *req);
+
+/* Whether a fact (key, value; `note`: a free note, whose text is also
+ * checked for refused words) must not be stored: 1 with the reason in
+ * `reason`, else 0. The same rules as personal_parse's. */
+int personal_refuses(const struct personal_conf *conf, const char *key, const char *value,
+                     int note, char *reason, size_t n);
 
 /* Whether `text` holds a payment-card number: 13 to 19 digits (spaces
  * and dashes between them allowed) that pass the Luhn check. */

@@ -33,6 +33,10 @@ int stage_decide(struct turn *t, struct keel_error *err)
      * tool_veto); compose answers them from the pack's messages. */
     t->no_tools = t->decision.tool_veto || t->decision.route == POLICY_ROUTE_COMMAND ||
                   t->decision.reason == R_SMALLTALK;
+    /* The pack's route handlers answer commands, personal facts and
+     * conversions themselves (routes.c). */
+    if ((t->routed = route_wanted(t)))
+        t->no_tools = 1;
     t->decision_json = policy_decision_json(t->pl->policy, &t->decision);
     if (!t->decision_json ||
         turn_emit(t, "info", "decide.decision", json_incref(t->decision_json),

@@ -943,7 +943,8 @@ struct chat {
 
 static void chat_open_on(struct chat *c, struct store *store, const char *pack)
 {
-    struct pipeline_options options = {packs_dir(), pack, store, NULL, NULL, {"none", NULL, NULL}};
+    struct pipeline_options options = {packs_dir(), pack, store, NULL, NULL, {"none", NULL, NULL},
+                                       "none"};
     struct keel_error err;
     long ingested = -1;
 
