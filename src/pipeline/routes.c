@@ -297,11 +297,13 @@ static int compose_doctor(struct turn *t, const json_t *r, struct keel_buf *b)
                                json_string_value(json_array_get(json_object_get(d, "keys"), 0)),
                                json_string_value(json_array_get(json_object_get(d, "keys"), 1)));
     if (!rc)
-        rc = keel_buf_addf(b, "\n- All users: %lld user%s, %lld facts, %lld notes.",
+        rc = keel_buf_addf(b, "\n- All users: %lld user%s, %lld fact%s, %lld note%s.",
                            (long long)json_integer_value(json_object_get(all, "users")),
                            json_integer_value(json_object_get(all, "users")) == 1 ? "" : "s",
                            (long long)json_integer_value(json_object_get(all, "facts")),
-                           (long long)json_integer_value(json_object_get(all, "notes")));
+                           json_integer_value(json_object_get(all, "facts")) == 1 ? "" : "s",
+                           (long long)json_integer_value(json_object_get(all, "notes")),
+                           json_integer_value(json_object_get(all, "notes")) == 1 ? "" : "s");
     if (!rc)
         rc = keel_buf_addf(b, "\n- Run memory: %s for this pack; %lld decision%s stored (ADD %lld, "
                            "NOT %lld, REPLACE %lld, MERGE %lld).",
