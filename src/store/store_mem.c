@@ -846,10 +846,16 @@ static int mem_save_turn(struct store *store, const struct store_turn_record *re
 {
     struct store_mem *mem = (struct store_mem *)store;
     int rc = rec->memory ? mem_memory_apply(&mem->memory, rec->memory, err) : KEEL_OK;
+    json_t *facts = NULL;
 
+    /* The personal fact is built first and swapped in after the turn. */
     if (!rc && rec->personal)
-        rc = mem_personal_write(&mem->personal, rec->personal, err);
-    return rc ? rc : mem_conv_save(&mem->conv, rec, err);
+        rc = mem_personal_prepare(&mem->personal, rec->personal, &facts, err);
+    if (!rc && (rc = mem_conv_save(&mem->conv, rec, err)))
+        json_decref(facts);
+    else if (!rc && facts)
+        mem_personal_commit(mem->personal, rec->personal->user, facts);
+    return rc;
 }
 
 static int mem_metrics(struct store *store, json_t **out, struct keel_error *err)

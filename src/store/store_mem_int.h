@@ -44,8 +44,9 @@ int mem_memory_decisions(const struct mem_memory *m, int limit, int offset, json
 
 /* Personal facts (store_mem_personal.c): `facts` is {user: {key: row}},
  * NULL until the first write, which makes it. */
-int mem_personal_write(json_t **facts, const struct store_personal_change *change,
-                       struct keel_error *err);
+int mem_personal_prepare(json_t **facts, const struct store_personal_change *change,
+                         json_t **copy, struct keel_error *err);
+void mem_personal_commit(json_t *facts, const char *user, json_t *copy);
 int mem_personal_list(const json_t *facts, const char *user, json_t **out,
                       struct keel_error *err);
 int mem_personal_stats(const json_t *facts, json_t **out, struct keel_error *err);

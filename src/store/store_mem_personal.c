@@ -2,49 +2,55 @@
  * store_mem_personal.c — personal facts in the in-memory backend, as
  * the SQLite store keeps them (migration 10): {user: {key: {value, kind,
  * created_ms, updated_ms, conversation_id}}}. A change is built whole on
- * a copy of the user's facts and swapped in, so a failed allocation
- * leaves the facts as they were.
+ * a copy of the user's facts (prepare) and swapped in only once the turn
+ * is saved (commit, which cannot fail), so a turn and its fact are stored
+ * together or not at all.
  */
 #include <string.h>
 
 #include "core/alloc.h"
 #include "store/store_mem_int.h"
 
-int mem_personal_write(json_t **facts, const struct store_personal_change *c,
-                       struct keel_error *err)
+int mem_personal_prepare(json_t **facts, const struct store_personal_change *c, json_t **copy,
+                         struct keel_error *err)
 {
-    json_t *users = *facts, *mine, *copy, *old, *row;
+    json_t *users = *facts, *mine, *old, *row;
     long failures = keel_alloc_failures();
 
+    *copy = NULL;
     if (!users && !(users = *facts = json_object()))
         return keel_error_set(err, KEEL_ENOMEM, "personal", "out of memory");
     mine = json_object_get(users, c->user);
-    if (!(copy = mine ? json_deep_copy(mine) : json_object()))
+    if (!(*copy = json_is_object(mine) ? json_deep_copy(mine) : json_object()))
         return keel_error_set(err, KEEL_ENOMEM, "personal", "out of memory");
     if (!c->value) {
-        json_object_del(copy, c->key);
+        json_object_del(*copy, c->key);
     } else {
-        old = json_object_get(copy, c->key);
+        old = json_object_get(*copy, c->key);
         row = json_pack("{s:s, s:s, s:I, s:I, s:s?}", "value", c->value, "kind", c->kind,
                         "created_ms",
                         old ? json_integer_value(json_object_get(old, "created_ms"))
                             : (json_int_t)c->ts_ms,
                         "updated_ms", (json_int_t)c->ts_ms, "conversation_id",
                         c->conversation_id);
-        if (!row || json_object_set_new(copy, c->key, row)) {
-            json_decref(copy);
-            return keel_error_set(err, KEEL_ENOMEM, "personal", "out of memory");
-        }
+        if (!row || json_object_set_new(*copy, c->key, row))
+            failures = -1;
     }
     /* jansson's copies skip keys they cannot add: nothing built during a
-     * failed allocation is kept. */
-    if (keel_alloc_failures() != failures) {
-        json_decref(copy);
+     * failed allocation is kept. The user's key is reserved now, so the
+     * commit only replaces a value and cannot fail. */
+    if (failures < 0 || keel_alloc_failures() != failures ||
+        (!mine && json_object_set_new(users, c->user, json_null()))) {
+        json_decref(*copy);
+        *copy = NULL;
         return keel_error_set(err, KEEL_ENOMEM, "personal", "out of memory");
     }
-    if (json_object_set_new(users, c->user, copy))   /* frees the copy on failure */
-        return keel_error_set(err, KEEL_ENOMEM, "personal", "out of memory");
     return KEEL_OK;
+}
+
+void mem_personal_commit(json_t *facts, const char *user, json_t *copy)
+{
+    json_object_set_new(facts, user, copy);   /* the key exists: a replacement */
 }
 
 int mem_personal_list(const json_t *facts, const char *user, json_t **out,
@@ -57,7 +63,7 @@ int mem_personal_list(const json_t *facts, const char *user, json_t **out,
 
     if (!list)
         return keel_error_set(err, KEEL_ENOMEM, "personal", "out of memory");
-    json_object_foreach(mine, key, row)
+    json_object_foreach(json_is_object(mine) ? mine : NULL, key, row)
         if (n < STORE_PERSONAL_FACTS_MAX)
             keys[n++] = key;
     /* By key, as SQLite orders them (bytewise). */
