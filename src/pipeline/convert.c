@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core/json.h"
+#include "core/utf8.h"
 
 /* ---- tokens ------------------------------------------------------------------ */
 
@@ -459,7 +460,8 @@ static void set_unknown(struct convert_request *req, const struct toks *ts, int 
     for (size_t k = 0; k < tok->len && caps; k++)
         caps = isupper((unsigned char)ts->text[tok->start + k]);
     req->status = caps ? CONVERT_UNKNOWN_CURRENCY : CONVERT_UNKNOWN_UNIT;
-    snprintf(req->unknown, sizeof(req->unknown), "%.*s", (int)(tok->len < 60 ? tok->len : 60),
+    snprintf(req->unknown, sizeof(req->unknown), "%.*s",
+             (int)utf8_valid_prefix(ts->text + tok->start, tok->len < 60 ? tok->len : 60),
              ts->text + tok->start);
 }
 
