@@ -68,7 +68,8 @@ static void chat_usage(FILE *out)
             "  --websearch-url URL  a SearxNG-compatible endpoint ({URL}/search?q=…&format=json)\n"
             "                       for the web_search tool (default: the pack's\n"
             "                       handlers.websearch.url, or $KEEL_WEBSEARCH_URL; none: off)\n"
-            "stop, end, quit or exit answers with a closing line and ends the chat.\n"
+            "stop, end, quit or exit answers with a closing line and ends the chat; reset\n"
+            "starts a new conversation (assistant pack).\n"
             "KEEL_DEBUG_TRACE=1 shows every technical event on standard error.\n");
 }
 
@@ -155,6 +156,8 @@ static void print_json(const json_t *result)
                              json_object_get(result, "memory"));
     if (line && json_is_true(json_object_get(result, "closing")))
         json_object_set_new(line, "closing", json_true());
+    if (line && json_is_true(json_object_get(result, "reset")))
+        json_object_set_new(line, "reset", json_true());
     char *text = line ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 
     if (text)
@@ -215,6 +218,9 @@ static int chat_turn(struct chat *chat, const char *line, size_t n)
     fflush(stdout);
     /* "stop", "quit": the assistant said goodbye, the chat ends. */
     chat->closing = json_is_true(json_object_get(result, "closing"));
+    /* "reset": the next message starts a new conversation. */
+    if (json_is_true(json_object_get(result, "reset")))
+        chat->conversation[0] = '\0';
     json_decref(result);
     return 0;
 }

@@ -2,7 +2,8 @@
  * handlers.c — the pack's `handlers:` section (see handlers.h):
  *
  *   handlers:
- *     commands: {close: [stop, end, quit, exit], doctor: [memory doctor], help: [help]}
+ *     commands: {close: [stop, end, quit, exit], doctor: [memory doctor], help: [help],
+ *                reset: [reset]}
  *     convert:  {connectors, how_many, number_words, units, currencies, rates}
  *     personal: {remember, recall, forget, list, same_words, refuse, max_facts}
  *     websearch: {url, timeout_ms, max_bytes, max_results}
@@ -46,7 +47,7 @@ int handlers_load(const json_t *s, const char *websearch_url, struct handlers **
                   struct keel_error *err)
 {
     static const char *const keys[] = {"commands", "convert", "personal", "websearch", NULL};
-    static const char *const command_keys[] = {"close", "doctor", "help", NULL};
+    static const char *const command_keys[] = {"close", "doctor", "help", "reset", NULL};
     const json_t *commands = json_object_get(s, "commands");
     struct handlers *h;
     int rc;
@@ -68,6 +69,7 @@ int handlers_load(const json_t *s, const char *websearch_url, struct handlers **
     if ((rc = words(commands, "close", h->close, &h->n_close, err)) ||
         (rc = words(commands, "doctor", h->doctor, &h->n_doctor, err)) ||
         (rc = words(commands, "help", h->help, &h->n_help, err)) ||
+        (rc = words(commands, "reset", h->reset, &h->n_reset, err)) ||
         (rc = convert_load(json_object_get(s, "convert"), &h->convert, err)) ||
         (rc = personal_load(json_object_get(s, "personal"), &h->personal, err)) ||
         (rc = websearch_conf_load(json_object_get(s, "websearch"), websearch_url, &h->websearch,
@@ -117,5 +119,7 @@ int handlers_command(const struct handlers *h, const char *text, size_t n)
         return 'd';
     if (listed((char (*)[32])h->help, h->n_help, word))
         return 'h';
+    if (listed((char (*)[32])h->reset, h->n_reset, word))
+        return 'r';
     return 0;
 }

@@ -39,6 +39,8 @@ struct handlers {
     int n_doctor;
     char help[HANDLERS_COMMAND_WORDS][32];    /* help */
     int n_help;
+    char reset[HANDLERS_COMMAND_WORDS][32];   /* reset: the client starts a new conversation */
+    int n_reset;
 };
 
 /* Compiles the pack's `handlers:` section (`section` must outlive *out)
@@ -49,7 +51,7 @@ int handlers_load(const json_t *section, const char *websearch_url, struct handl
 void handlers_free(struct handlers *h);
 
 /* The command a message names: 'c' close, 'd' memory doctor, 'h' help,
- * 0 another. */
+ * 'r' reset, 0 another. */
 int handlers_command(const struct handlers *h, const char *text, size_t n);
 
 /* One personal-fact change a turn stages for publish (one per turn). */

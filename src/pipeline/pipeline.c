@@ -444,6 +444,7 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
     failures = keel_alloc_failures();
     if (!(*result = result_json(&t)) ||
         json_object_set_new(*result, "closing", json_boolean(t.closing)) ||
+        json_object_set_new(*result, "reset", json_boolean(t.reset)) ||
         keel_alloc_failures() != failures) {
         json_decref(*result);
         *result = NULL;

@@ -118,7 +118,8 @@ int pipeline_ingest_sample(struct pipeline *pl, long *ingested, struct keel_erro
  *    state, events[], deltas[], model (what the model did, or absent
  *    without one), streamed (the answer went out through on_token),
  *    closing (true when a close command answered: the client may end
- *    the conversation)}
+ *    the conversation), reset (true when a reset command answered: the
+ *    client may start a new conversation)}
  * and the turn is stored. Bad input (empty, too long or invalid UTF-8
  * message, unknown role, unknown conversation id or one of another pack)
  * is KEEL_EINVAL / KEEL_ENOTFOUND naming the field, and changes nothing.

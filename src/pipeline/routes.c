@@ -6,7 +6,8 @@
  * English defaults here) filled with what the tool returned.
  *
  *   command              close (stop/end/quit/exit: a closing line and
- *                        result.closing), doctor (counts of the personal
+ *                        result.closing), reset (result.reset: the
+ *                        client starts a new conversation), doctor (counts of the personal
  *                        facts and the run memory, duplicates, the last
  *                        decisions), help, unknown commands
  *   local_memory_intent  personal_parse → recall_memory | remember_fact |
@@ -172,6 +173,8 @@ static int command(struct turn *t, struct keel_error *err)
         return doctor(t, err);
     if (which == 'c')
         t->closing = 1;
+    if (which == 'r')
+        t->reset = 1;
     /* The command's first word, for the answer to an unknown one. */
     while (i < t->req->message_len && (isspace((unsigned char)t->req->message[i]) ||
                                        t->req->message[i] == '/'))
@@ -181,7 +184,10 @@ static int command(struct turn *t, struct keel_error *err)
         name[k++] = t->req->message[i++];
     name[utf8_valid_prefix(name, k)] = '\0';
     t->route_result = json_pack("{s:s, s:s}", "command",
-                                which == 'c' ? "close" : which == 'h' ? "help" : "unknown",
+                                which == 'c'   ? "close"
+                                : which == 'h' ? "help"
+                                : which == 'r' ? "reset"
+                                               : "unknown",
                                 "name", name);
     if (!t->route_result ||
         turn_emit(t, "info", "resolve.command", json_incref(t->route_result), "command %s",
@@ -332,6 +338,9 @@ static int compose_command(struct turn *t, const json_t *r, struct keel_buf *b)
     if (!strcmp(which, "close"))
         return keel_buf_adds(b, msg(t, "closing", "Goodbye! What you asked me to remember "
                                                   "stays remembered."));
+    if (!strcmp(which, "reset"))
+        return keel_buf_adds(b, msg(t, "reset", "Let's start over. What you asked me to remember "
+                                                "stays remembered."));
     if (!strcmp(which, "help"))
         return keel_buf_adds(b, msg(t, "help", "I can remember facts about you, convert units "
                                                "and currencies, and search the web."));

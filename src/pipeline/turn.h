@@ -104,6 +104,7 @@ struct turn {
     char user[STORE_PERSONAL_USER_MAX + 1];    /* whose personal facts: req user, owner, "local" */
     int routed;                        /* a handler answers this turn (command, memory, convert) */
     int closing;                       /* a close command: the client may end the conversation */
+    int reset;                         /* a reset command: the client may start a new one */
     const char *route_tool;            /* the tool the handler ran, or NULL */
     json_t *route_result;              /* its result, or the doctor's report (owned) */
     struct personal_pending pending;   /* a personal-fact change publish stores */

@@ -203,3 +203,50 @@ test_assistant_personal_facts_over_http_per_api_key() {
     [ "$(sqlite3 "$db" "SELECT user || '=' || value FROM personal_facts ORDER BY user" | tr '\n' ' ')" = \
       "ada=tea bob=water " ] || fail "stored: $(sqlite3 "$db" 'SELECT * FROM personal_facts')"
 }
+
+test_assistant_with_a_model() {
+    model_start
+    db="$TMP/a4.db"
+    # llm_only: the model composes
+    model_script '[{"text": "Why did the chicken cross the road? To get to the other side."}]'
+    printf 'tell me a joke\n' > "$TMP/in"
+    chat_json "$db" --llm-url "$LLM" --llm-model fake-model < "$TMP/in"
+    expect_rc 0
+    expect_json '.decision.route' '"llm_only"'
+    expect_json '.answer' '"Why did the chicken cross the road? To get to the other side."'
+    n=$(model_requests | jq length)
+    # a conversion is keel's own answer: the model is not asked
+    printf 'convert 5 km to miles\n' > "$TMP/in"
+    chat_json "$db" --llm-url "$LLM" --llm-model fake-model < "$TMP/in"
+    expect_json '.answer' '"5 kilometres = 3.10686 miles."'
+    expect_json '.model.answer.status' '"skipped"'
+    [ "$(model_requests | jq length)" = "$n" ] || fail "the model was asked about a conversion"
+    # the model may store a fact in open conversation: checked, staged, stored with the turn
+    model_script '[{"tool_calls": [{"name": "remember_fact", "arguments": {"key": "favourite colour", "value": "blue"}}]},
+                   {"text": "I will keep that in mind."}]'
+    printf 'blue is the colour I like best, keep that in mind\n' > "$TMP/in"
+    chat_json "$db" --llm-url "$LLM" --llm-model fake-model < "$TMP/in"
+    expect_json '.decision.route' '"llm_only"'
+    expect_json '.model.tool_calls[0].verdict' '"ran"'
+    [ "$(sqlite3 "$db" "SELECT value FROM personal_facts WHERE key = 'favourite colour'")" = blue ] ||
+        fail "the model's fact was not stored"
+    # … but never for a guest, and never a secret
+    model_script '[{"tool_calls": [{"name": "remember_fact", "arguments": {"key": "favourite colour", "value": "red"}}]},
+                   {"text": "Fine."}]'
+    chat_json "$db" --llm-url "$LLM" --llm-model fake-model --role guest < "$TMP/in"
+    expect_json '.model.tool_calls[0].verdict' '"refused"'
+    model_script '[{"tool_calls": [{"name": "remember_fact", "arguments": {"key": "bank password", "value": "x1"}}]},
+                   {"text": "Fine."}]'
+    chat_json "$db" --llm-url "$LLM" --llm-model fake-model < "$TMP/in"
+    [ "$(sqlite3 "$db" "SELECT group_concat(key || '=' || value) FROM personal_facts")" = "favourite colour=blue" ] ||
+        fail "stored: $(sqlite3 "$db" 'SELECT * FROM personal_facts')"
+}
+
+test_assistant_reset_starts_a_new_conversation() {
+    printf 'convert 5 km to miles\nreset\nhello\n' > "$TMP/in"
+    chat_json mem: < "$TMP/in"
+    expect_rc 0
+    [ "$(printf '%s\n' "$OUT" | jq -r .conversation_id | sort -u | wc -l)" -eq 2 ] || fail "one conversation"
+    printf '%s\n' "$OUT" | sed -n 2p | jq -e '.reset == true and .turn == 2' > /dev/null || fail "reset"
+    printf '%s\n' "$OUT" | sed -n 3p | jq -e '.turn == 1' > /dev/null || fail "not new"
+}
