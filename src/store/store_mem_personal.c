@@ -50,7 +50,9 @@ int mem_personal_prepare(json_t **facts, const struct store_personal_change *c, 
 
 void mem_personal_commit(json_t *facts, const char *user, json_t *copy)
 {
-    json_object_set_new(facts, user, copy);   /* the key exists: a replacement */
+    /* The key exists: replaced through an iterator, which allocates
+     * nothing (json_object_set_new may grow the table even then). */
+    json_object_iter_set_new(facts, json_object_iter_at(facts, user), copy);
 }
 
 int mem_personal_list(const json_t *facts, const char *user, json_t **out,
