@@ -48,6 +48,8 @@ struct handlers {
  * KEEL_WEBSEARCH_URL). *out is NULL when the pack has no section. */
 int handlers_load(const json_t *section, const char *websearch_url, struct handlers **out,
                   struct keel_error *err);
+
+/* Frees what handlers_load made; NULL is a no-op. */
 void handlers_free(struct handlers *h);
 
 /* The command a message names: 'c' close, 'd' memory doctor, 'h' help,

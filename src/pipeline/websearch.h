@@ -41,6 +41,8 @@ struct websearch;
 /* A provider for `conf` (which has a URL). */
 int websearch_new(const struct websearch_conf *conf, struct websearch **out,
                   struct keel_error *err);
+
+/* Frees a provider; NULL is a no-op. */
 void websearch_free(struct websearch *ws);
 
 /* The provider as the pipeline's web port (name "searxng"). */
