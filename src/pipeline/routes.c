@@ -35,6 +35,20 @@ int route_wanted(const struct turn *t)
                                r == POLICY_ROUTE_CONVERSION);
 }
 
+void route_redecide(struct turn *t)
+{
+    struct policy_decision raw;
+
+    if (!t->pl->handlers || t->kind != TURN_NEW_QUESTION ||
+        t->decision.route == POLICY_ROUTE_CONVERSION ||
+        (t->effective_len == t->req->message_len &&
+         !memcmp(t->effective, t->req->message, t->effective_len)))
+        return;
+    policy_decide(t->pl->policy, &t->pctx, t->req->message, t->req->message_len, &raw);
+    if (raw.route == POLICY_ROUTE_CONVERSION)
+        t->decision = raw;
+}
+
 void turn_tool_env(struct turn *t, struct tool_env *env)
 {
     memset(env, 0, sizeof(*env));

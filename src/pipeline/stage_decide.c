@@ -29,6 +29,7 @@ int stage_decide(struct turn *t, struct keel_error *err)
     if (rc)
         return rc;
     policy_decide(t->pl->policy, &t->pctx, t->effective, t->effective_len, &t->decision);
+    route_redecide(t);
     /* Smalltalk, a command and "don't search" run no tool (seed 001's
      * tool_veto); compose answers them from the pack's messages. */
     t->no_tools = t->decision.tool_veto || t->decision.route == POLICY_ROUTE_COMMAND ||

@@ -187,6 +187,12 @@ json_t *prompt_tools(const struct turn *t);
  * checks; route_compose (compose) writes the answer. Errors are out of
  * memory and store failures only. */
 int route_wanted(const struct turn *t);
+
+/* With route handlers: when redaction hid an amount ("1000000 yen to
+ * usd" reads "[redacted] yen to usd"), the policy's decision on the
+ * message as written is taken if it is a conversion — a conversion keeps
+ * nothing of the message in the state or the decision. */
+void route_redecide(struct turn *t);
 int route_resolve(struct turn *t, struct keel_error *err);
 int route_compose(struct turn *t, struct keel_buf *b);
 
