@@ -500,8 +500,14 @@ int model_compose(struct turn *t, struct keel_error *err)
         return set_answer_log(t, "failed", "extractive", NULL) ? oom(err) : KEEL_OK;
     }
     for (int i = 0; i < t->state.blueprint.n_subs; i++) {
+        const json_t *web = t->results[i].outcome;
         ran |= t->results[i].ran;
         unavailable |= t->results[i].unavailable;
+        /* A web search that is not configured or failed is said in
+         * keel's words: the model would answer from its own knowledge. */
+        if (web && (!json_is_true(json_object_get(web, "configured")) ||
+                    json_is_true(json_object_get(web, "failed"))))
+            return set_answer_log(t, "skipped", "keel", NULL) ? oom(err) : KEEL_OK;
     }
     if (!ran && unavailable) {
         /* Nothing was found and a path said it cannot answer: that is

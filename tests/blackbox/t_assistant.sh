@@ -250,3 +250,26 @@ test_assistant_reset_starts_a_new_conversation() {
     printf '%s\n' "$OUT" | sed -n 2p | jq -e '.reset == true and .turn == 2' > /dev/null || fail "reset"
     printf '%s\n' "$OUT" | sed -n 3p | jq -e '.turn == 1' > /dev/null || fail "not new"
 }
+
+test_assistant_websearch_unavailable_is_not_left_to_the_model() {
+    model_start
+    model_script '[{"text": "It is sunny and 21 degrees in Paris."}]'
+    printf "what's the weather in Paris today\n" > "$TMP/in"
+    chat_json mem: --llm-url "$LLM" --llm-model fake-model --websearch-url none < "$TMP/in"
+    expect_rc 0
+    expect_json '.decision.route' '"websearch"'
+    expect_json '.answer | startswith("Web search is not configured")' 'true'
+    expect_json '.answer | contains("sunny")' 'false'
+    expect_json '.model.answer.status' '"skipped"'
+    # with results, the model phrases them
+    printf '%s' "$SEARX_BODY" > "$TMP/searx.json"
+    searx_start --route /search --reply "200 @$TMP/searx.json"
+    model_script '[{"text": "ok"}, {"text": "Rust 1.99 is out [1]."}]'
+    printf 'search the web for the latest rust release\n' > "$TMP/in"
+    chat_json mem: --llm-url "$LLM" --llm-model fake-model --websearch-url "$SEARX" < "$TMP/in"
+    searx_stop
+    # the policy ran the search the model did not call: the pack's line opens the reply
+    expect_json '.answer' '"Searching the web now…\n\nRust 1.99 is out [1]."'
+    expect_json '.model.answer.status' '"ok"'
+    expect_json '.sources | length' '2'
+}
