@@ -404,3 +404,11 @@ int personal_refuses(const struct personal_conf *conf, const char *key, const ch
     snprintf(reason, n, "%s", req.reason);
     return 1;
 }
+
+int personal_key(const struct personal_conf *conf, const char *text, char *out, size_t cap)
+{
+    struct plain p;
+
+    make_plain(text, strlen(text), &p);
+    return make_key(conf, p.low, 0, p.n, out, cap);
+}

@@ -72,6 +72,11 @@ struct personal_request {
 void personal_parse(const struct personal_conf *conf, const char *text, size_t n,
                     struct personal_request *req);
 
+/* The key of a fact named `text` as the reader makes it (lower case,
+ * single spaces, same_words, "the name of my dog" → "dog's name"), into
+ * `out`; -1 when empty or longer than `cap` - 1. */
+int personal_key(const struct personal_conf *conf, const char *text, char *out, size_t cap);
+
 /* Whether a fact (key, value; `note`: a free note, whose text is also
  * checked for refused words) must not be stored: 1 with the reason in
  * `reason`, else 0. The same rules as personal_parse's. */

@@ -417,6 +417,9 @@ static int compose_personal(struct turn *t, const json_t *r, struct keel_buf *b)
     } else if (!strcmp(status, "unchanged")) {
         key = "personal_unchanged";
         fallback = "I already had that: your {key} is {value}.";
+    } else if (!strcmp(status, "removed") && !strncmp(str(r, "key"), "note: ", 6)) {
+        key = "personal_removed_note";
+        fallback = "Done: I've forgotten \u201c{previous}\u201d.";
     } else if (!strcmp(status, "removed")) {
         key = "personal_removed";
         fallback = "Done: I've forgotten your {key} (it was {previous}).";

@@ -130,13 +130,31 @@ static json_t *find_fact(const json_t *facts, const char *key)
     return NULL;
 }
 
+/* A key as the reader makes it, so a model's "Favorite  Drink" finds
+ * "favourite drink"; KEEL_EINVAL naming args.key when nothing is left. */
+static int norm_key(const struct tool_env *env, const char *key, char out[STORE_PERSONAL_KEY_MAX + 1],
+                    struct keel_error *err)
+{
+    if (no_handlers(env, "personal facts", err))
+        return err->code;
+    if (personal_key(&env->handlers->personal, key, out, STORE_PERSONAL_KEY_MAX + 1))
+        return keel_error_set(err, KEEL_EINVAL, "args.key", "must name a fact (1 to %d bytes)",
+                              STORE_PERSONAL_KEY_MAX);
+    return KEEL_OK;
+}
+
 static int run_recall_memory(const struct tool_env *env, const json_t *args, json_t **result,
                              struct keel_error *err)
 {
     const char *key = json_string_value(json_object_get(args, "key"));
+    char norm[STORE_PERSONAL_KEY_MAX + 1];
     json_t *facts = NULL, *f;
     int rc;
 
+    if (key && (rc = norm_key(env, key, norm, err)))
+        return rc;
+    if (key)
+        key = norm;
     if ((rc = user_facts(env, "recall_memory", &facts, err)))
         return rc;
     if (!key) {
@@ -176,12 +194,14 @@ static int run_remember_fact(const struct tool_env *env, const json_t *args, jso
     const char *key = json_string_value(json_object_get(args, "key"));
     const char *value = json_string_value(json_object_get(args, "value"));
     const char *kind = json_string_value(json_object_get(args, "kind"));
+    char norm[STORE_PERSONAL_KEY_MAX + 1];
     json_t *facts = NULL, *old;
     char reason[160];
     int rc;
 
-    if (no_handlers(env, "remember_fact", err))
+    if (no_handlers(env, "remember_fact", err) || norm_key(env, key, norm, err))
         return err->code;
+    key = norm;
     if (kind && strcmp(kind, "fact") && strcmp(kind, "note"))
         return keel_error_set(err, KEEL_EINVAL, "args.kind", "must be fact or note");
     if (utf8_valid_prefix(key, strlen(key)) != strlen(key) ||
@@ -219,12 +239,26 @@ static int run_forget_fact(const struct tool_env *env, const json_t *args, json_
                            struct keel_error *err)
 {
     const char *key = json_string_value(json_object_get(args, "key"));
+    char norm[STORE_PERSONAL_KEY_MAX + 1];
     json_t *facts = NULL, *old;
     int rc;
 
+    if ((rc = norm_key(env, key, norm, err)))
+        return rc;
+    key = norm;
     if ((rc = user_facts(env, "forget_fact", &facts, err)))
         return rc;
     old = find_fact(facts, key);
+    if (!old && strncmp(key, "note: ", 6)) {
+        /* "forget that I'm allergic to peanuts": a note of that text */
+        char note[STORE_PERSONAL_KEY_MAX + 1];
+        snprintf(note, sizeof(note), "note: %.*s",
+                 (int)utf8_valid_prefix(key, strlen(key) < STORE_PERSONAL_KEY_MAX - 6
+                                                 ? strlen(key) : STORE_PERSONAL_KEY_MAX - 6),
+                 key);
+        if ((old = find_fact(facts, note)))
+            snprintf(norm, sizeof(norm), "%s", note);
+    }
     if (!old)
         *result = json_pack("{s:s, s:s}", "status", "not_found", "key", key);
     else if ((rc = stage(env, "forget_fact", key, NULL, NULL, err)))

@@ -249,6 +249,22 @@ START_TEST(test_personal_caps)
 }
 END_TEST
 
+START_TEST(test_personal_key)
+{
+    struct pack *pack;
+    struct handlers *h = assistant_handlers(&pack);
+    char key[STORE_PERSONAL_KEY_MAX + 1];
+
+    ck_assert_int_eq(personal_key(&h->personal, "Favorite   Drink ", key, sizeof(key)), 0);
+    ck_assert_str_eq(key, "favourite drink");
+    ck_assert_int_eq(personal_key(&h->personal, "the name of my dog", key, sizeof(key)), 0);
+    ck_assert_str_eq(key, "dog's name");
+    ck_assert_int_eq(personal_key(&h->personal, "  ", key, sizeof(key)), -1);
+    handlers_free(h);
+    pack_free(pack);
+}
+END_TEST
+
 START_TEST(test_card_numbers)
 {
     ck_assert(personal_has_card_number("4111 1111 1111 1111"));
@@ -497,6 +513,7 @@ Suite *suite_assistant(void)
                         (int)(sizeof(readings) / sizeof(readings[0])));
     tcase_add_test(parse, test_personal_caps);
     tcase_add_test(parse, test_card_numbers);
+    tcase_add_test(parse, test_personal_key);
     tcase_add_loop_test(store, test_store_personal, 0, 2);   /* mem, sqlite */
     tcase_add_test(turns, test_turns_two_users);
     tcase_add_loop_test(turns, test_turn_atomic, 0, 2);
