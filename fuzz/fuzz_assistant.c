@@ -59,7 +59,14 @@ static void fuzz_convert(const char *text, size_t n)
 static void fuzz_personal(const char *text, size_t n)
 {
     struct personal_request req;
+    char copy[PERSONAL_INPUT_MAX + 1], key[STORE_PERSONAL_KEY_MAX + 1];
 
+    /* a key a model names (personal_key) */
+    snprintf(copy, sizeof(copy), "%.*s", (int)(n < PERSONAL_INPUT_MAX ? n : PERSONAL_INPUT_MAX),
+             text);
+    if (personal_key(&handlers->personal, copy, key, sizeof(key)) == 0 &&
+        (!key[0] || strlen(key) > STORE_PERSONAL_KEY_MAX))
+        abort();
     personal_parse(&handlers->personal, text, n, &req);
     if (strlen(req.key) > STORE_PERSONAL_KEY_MAX || strlen(req.value) > STORE_PERSONAL_VALUE_MAX)
         abort();
