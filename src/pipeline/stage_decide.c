@@ -35,7 +35,7 @@ int stage_decide(struct turn *t, struct keel_error *err)
     t->no_tools = t->decision.tool_veto || t->decision.route == POLICY_ROUTE_COMMAND ||
                   t->decision.reason == R_SMALLTALK;
     /* The pack's route handlers answer commands, personal facts and
-     * conversions themselves (routes.c). */
+     * conversions themselves (assistant_routes.c). */
     if ((t->routed = route_wanted(t)))
         t->no_tools = 1;
     t->decision_json = policy_decision_json(t->pl->policy, &t->decision);

@@ -100,7 +100,7 @@ struct turn {
     /* remember */
     struct memory_decision *memory_decision;   /* stored by publish with the turn; or NULL */
 
-    /* the route handlers (routes.c) */
+    /* the route handlers (assistant_routes.c) */
     char user[STORE_PERSONAL_USER_MAX + 1];    /* whose personal facts: req user, owner, "local" */
     int routed;                        /* a handler answers this turn (command, memory, convert) */
     int closing;                       /* a close command: the client may end the conversation */
@@ -180,7 +180,7 @@ json_t *prompt_messages(struct turn *t, int results, struct keel_error *err);
  * empty), or NULL when out of memory. */
 json_t *prompt_tools(const struct turn *t);
 
-/* The route handlers (routes.c). route_wanted (decide): whether a
+/* The route handlers (assistant_routes.c; answers in assistant_answers.c). route_wanted (decide): whether a
  * handler answers this turn — the pack has handlers and the policy chose
  * command, local_memory_intent or conversion_tool. route_resolve
  * (resolve) runs the handler's tool under the registry, pack and role
@@ -196,7 +196,7 @@ void route_redecide(struct turn *t);
 int route_resolve(struct turn *t, struct keel_error *err);
 int route_compose(struct turn *t, struct keel_buf *b);
 
-/* The answer of a web_search subquestion (routes.c): the results as
+/* The answer of a web_search subquestion (assistant_answers.c): the results as
  * numbered sources, or why there are none. */
 int route_compose_web(struct turn *t, const struct sub_result *r, struct keel_buf *b);
 
