@@ -503,8 +503,10 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
     if (store_open(path, &store, &err))
         goto fail;
     {
-        struct pipeline_options scholar = {packs, "scholar", store, NULL, NULL, {"none", NULL, NULL}};
-        struct pipeline_options payer = {packs, "payer", store, NULL, NULL, {"none", NULL, NULL}};
+        struct pipeline_options scholar = {packs, "scholar", store, NULL, NULL, {"none", NULL, NULL},
+                                              "none"};
+        struct pipeline_options payer = {packs, "payer", store, NULL, NULL, {"none", NULL, NULL},
+                                            "none"};
         if (pipeline_new(&scholar, &r.pl[SCHOLAR], &err) ||
             pipeline_new(&payer, &r.pl[PAYER], &err))
             goto fail;

@@ -54,7 +54,7 @@ static void fuzz_state(const char *text, size_t n)
 static void fuzz_conversation(const char *text, size_t n)
 {
     struct pipeline_options options = {fuzz_packs_dir(), "payer", NULL, NULL, NULL,
-                                       {"none", NULL, NULL}};
+                                       {"none", NULL, NULL}, "none"};
     struct pipeline *pl = NULL;
     struct store *store = NULL;
     struct keel_error err;

@@ -24,10 +24,12 @@ struct chat {
     struct store *store;
     char conversation[160];
     const char *role;
+    const char *user;   /* whose personal facts (--user); NULL: "local" */
     int json;
     int interactive;
     int trace;
     int streaming;      /* this turn's answer is being printed as the model writes it */
+    int closing;        /* a close command answered: the chat ends */
     int64_t now;        /* 0: the clock */
 };
 
@@ -36,7 +38,8 @@ static void chat_usage(FILE *out)
     fprintf(out,
             "usage: keel chat [--pack NAME] [--db FILE] [--conversation ID] [--role ROLE]\n"
             "                 [--json] [--now TIME] [--providers LIST]\n"
-            "                 [--llm-url URL --llm-model NAME [--llm-key-env VAR]]\n\n"
+            "                 [--llm-url URL --llm-model NAME [--llm-key-env VAR]]\n"
+            "                 [--user NAME] [--websearch-url URL]\n\n"
             "Talk to keel. On a terminal: type a message, see progress and the answer with its\n"
             "sources; :quit or Ctrl-D leaves. Otherwise one message per line is read from\n"
             "standard input and each answer printed (--json: one JSON object per turn with\n"
@@ -60,6 +63,13 @@ static void chat_usage(FILE *out)
             "                       or $KEEL_LLM_URL; none: no model)\n"
             "  --llm-model NAME     the model's name on that server ($KEEL_LLM_MODEL)\n"
             "  --llm-key-env VAR    the environment variable holding its API key\n"
+            "  --user NAME          whose personal facts the assistant pack remembers\n"
+            "                       (default: local)\n"
+            "  --websearch-url URL  a SearxNG-compatible endpoint ({URL}/search?q=…&format=json)\n"
+            "                       for the web_search tool (default: the pack's\n"
+            "                       handlers.websearch.url, or $KEEL_WEBSEARCH_URL; none: off)\n"
+            "stop, end, quit or exit answers with a closing line and ends the chat; reset\n"
+            "starts a new conversation (assistant pack).\n"
             "KEEL_DEBUG_TRACE=1 shows every technical event on standard error.\n");
 }
 
@@ -144,6 +154,10 @@ static void print_json(const json_t *result)
                              json_object_get(result, "tool_args"), "model",
                              json_object_get(result, "model"), "memory",
                              json_object_get(result, "memory"));
+    if (line && json_is_true(json_object_get(result, "closing")))
+        json_object_set_new(line, "closing", json_true());
+    if (line && json_is_true(json_object_get(result, "reset")))
+        json_object_set_new(line, "reset", json_true());
     char *text = line ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 
     if (text)
@@ -180,6 +194,7 @@ static int chat_turn(struct chat *chat, const char *line, size_t n)
         .event_ctx = chat,
         .on_token = chat->interactive && !chat->json ? on_token : NULL,
         .token_ctx = chat,
+        .user = chat->user,
     };
     struct keel_error err;
     json_t *result = NULL;
@@ -201,6 +216,11 @@ static int chat_turn(struct chat *chat, const char *line, size_t n)
     else
         print_text(result, 1);
     fflush(stdout);
+    /* "stop", "quit": the assistant said goodbye, the chat ends. */
+    chat->closing = json_is_true(json_object_get(result, "closing"));
+    /* "reset": the next message starts a new conversation. */
+    if (json_is_true(json_object_get(result, "reset")))
+        chat->conversation[0] = '\0';
     json_decref(result);
     return 0;
 }
@@ -260,6 +280,8 @@ static int chat_loop(struct chat *chat)
         if (!strcmp(line, ":quit") || !strcmp(line, ":q"))
             break;
         failed |= chat_turn(chat, line, (size_t)n);
+        if (chat->closing)
+            break;
     }
     if (chat->interactive)
         printf("\n");
@@ -267,9 +289,10 @@ static int chat_loop(struct chat *chat)
 }
 
 static int chat_open(struct chat *chat, const char *db, const char *pack, const char *providers,
-                     const struct llm_options *llm, struct keel_error *err)
+                     const struct llm_options *llm, const char *websearch_url,
+                     struct keel_error *err)
 {
-    struct pipeline_options options = {NULL, pack, NULL, NULL, providers, *llm};
+    struct pipeline_options options = {NULL, pack, NULL, NULL, providers, *llm, websearch_url};
     long ingested = 0;
     int rc;
 
@@ -298,12 +321,14 @@ int cmd_chat(int argc, char **argv)
         {"llm-url", required_argument, NULL, 'U'},
         {"llm-model", required_argument, NULL, 'M'},
         {"llm-key-env", required_argument, NULL, 'K'},
+        {"user", required_argument, NULL, 'u'},
+        {"websearch-url", required_argument, NULL, 'W'},
         {NULL, 0, NULL, 0},
     };
     struct llm_options llm = {NULL, NULL, NULL};
     struct chat chat;
     const char *db = NULL, *pack = "scholar", *now = NULL, *trace = getenv("KEEL_DEBUG_TRACE");
-    const char *providers = NULL;
+    const char *providers = NULL, *websearch_url = NULL;
     struct keel_error err;
     int opt, rc;
 
@@ -322,6 +347,8 @@ int cmd_chat(int argc, char **argv)
         case 'U': llm.url = optarg; break;
         case 'M': llm.model = optarg; break;
         case 'K': llm.key_env = optarg; break;
+        case 'u': chat.user = optarg; break;
+        case 'W': websearch_url = optarg; break;
         case 'h': chat_usage(stdout); return 0;
         case ':':
             fprintf(stderr, "keel: chat: %s needs a value\n\n", argv[optind - 1]);
@@ -345,7 +372,7 @@ int cmd_chat(int argc, char **argv)
     }
     chat.interactive = isatty(0);
     chat.trace = trace && !strcmp(trace, "1");
-    rc = chat_open(&chat, db, pack, providers, &llm, &err);
+    rc = chat_open(&chat, db, pack, providers, &llm, websearch_url, &err);
     if (!rc && chat.conversation[0]) {   /* fail early on an unknown id */
         struct store_conversation conv;
         if (!(rc = store_load_conversation(chat.store, chat.conversation, &conv, &err))) {

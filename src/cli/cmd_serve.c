@@ -14,7 +14,8 @@ static void serve_usage(FILE *out)
     fprintf(out,
             "usage: keel serve [--listen HOST:PORT] [--db FILE] [--workers N] [--packs LIST]\n"
             "                  [--auth keys|none] [--providers LIST] [--port-file FILE]\n"
-            "                  [--llm-url URL --llm-model NAME [--llm-key-env VAR]]\n\n"
+            "                  [--llm-url URL --llm-model NAME [--llm-key-env VAR]]\n"
+            "                  [--websearch-url URL]\n\n"
             "Serves the HTTP API (POST /v1/chat, GET /v1/responses/ID, GET /v1/stream/ID, …)\n"
             "and the web page at /. Turns run on worker threads; SIGTERM or Ctrl-C stops\n"
             "accepting, finishes the accepted turns, then exits. Each pack's sample data is\n"
@@ -31,6 +32,8 @@ static void serve_usage(FILE *out)
             "  --llm-url URL        an OpenAI-compatible server's /v1 that phrases the answers,\n"
             "  --llm-model NAME     as for keel chat (default: each pack's llm section, or\n"
             "  --llm-key-env VAR    $KEEL_LLM_URL, $KEEL_LLM_MODEL, $KEEL_LLM_KEY_ENV)\n"
+            "  --websearch-url URL  a SearxNG-compatible search endpoint for the web_search\n"
+            "                       tool, as for keel chat\n"
             "  --rate N             requests per second per key, twice that at once\n"
             "                       (default 20; over it: 429 with Retry-After)\n"
             "  --port-file FILE     write the bound port to FILE once listening\n");
@@ -47,6 +50,7 @@ int cmd_serve(int argc, char **argv)
         {"llm-url", required_argument, NULL, 'U'},
         {"llm-model", required_argument, NULL, 'M'},
         {"llm-key-env", required_argument, NULL, 'K'},
+        {"websearch-url", required_argument, NULL, 'W'},
         {NULL, 0, NULL, 0},
     };
     struct server_options o;
@@ -84,6 +88,7 @@ int cmd_serve(int argc, char **argv)
         case 'U': o.llm.url = optarg; break;
         case 'M': o.llm.model = optarg; break;
         case 'K': o.llm.key_env = optarg; break;
+        case 'W': o.websearch_url = optarg; break;
         case 'R': {
             char *end;
             long n = strtol(optarg, &end, 10);

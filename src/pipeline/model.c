@@ -106,10 +106,11 @@ static int governed(const struct turn *t, const char *name)
 static int run_call(struct turn *t, const struct tool_def *tool, const char *id, json_t *args,
                     json_t *entry)
 {
-    struct tool_env env = {t->pl->store, t->pl->web, &t->pl->cfg, t->pl->providers};
+    struct tool_env env;
     struct keel_error terr;
     json_t *out = NULL;
 
+    turn_tool_env(t, &env);
     keel_error_clear(&terr);
     if (tools_run(tool, &env, args, &out, &terr)) {
         json_object_set_new(entry, "verdict", json_string("failed"));
@@ -489,7 +490,7 @@ int model_compose(struct turn *t, struct keel_error *err)
         return KEEL_OK;
     if (!model_log(t))
         return oom(err);
-    if (t->decision.route == POLICY_ROUTE_COMMAND)
+    if (t->decision.route == POLICY_ROUTE_COMMAND || t->routed)   /* keel's own answer */
         return set_answer_log(t, "skipped", "keel", NULL) ? oom(err) : KEEL_OK;
     if (t->model_failed) {   /* the proposal failed: no second wait for the same server */
         add_notice(t, &t->answer,
@@ -499,8 +500,14 @@ int model_compose(struct turn *t, struct keel_error *err)
         return set_answer_log(t, "failed", "extractive", NULL) ? oom(err) : KEEL_OK;
     }
     for (int i = 0; i < t->state.blueprint.n_subs; i++) {
+        const json_t *web = t->results[i].outcome;
         ran |= t->results[i].ran;
         unavailable |= t->results[i].unavailable;
+        /* A web search that is not configured or failed is said in
+         * keel's words: the model would answer from its own knowledge. */
+        if (web && (!json_is_true(json_object_get(web, "configured")) ||
+                    json_is_true(json_object_get(web, "failed"))))
+            return set_answer_log(t, "skipped", "keel", NULL) ? oom(err) : KEEL_OK;
     }
     if (!ran && unavailable) {
         /* Nothing was found and a path said it cannot answer: that is

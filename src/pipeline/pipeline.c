@@ -161,6 +161,21 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
     }
     pl->trace = getenv("KEEL_DEBUG_TRACE") && !strcmp(getenv("KEEL_DEBUG_TRACE"), "1");
     pl->web = options->web;
+    if ((rc = handlers_load(json_object_get(pl->pack->doc, "handlers"), options->websearch_url,
+                            &pl->handlers, err))) {
+        pipeline_free(pl);
+        return rc;
+    }
+    /* The web-search provider serves the web_search tool and, when no
+     * other port was given, the corpus's web fallback. */
+    if (pl->handlers && pl->handlers->websearch.url[0]) {
+        if ((rc = websearch_new(&pl->handlers->websearch, &pl->websearch, err))) {
+            pipeline_free(pl);
+            return rc;
+        }
+        if (!pl->web)
+            pl->web = websearch_port(pl->websearch);
+    }
     snprintf(pl->pack_dir, sizeof(pl->pack_dir), "%s/%s", dir, options->pack);
     *out = pl;
     return KEEL_OK;
@@ -171,6 +186,8 @@ void pipeline_free(struct pipeline *pl)
     if (!pl)
         return;
     providers_free(pl->providers);
+    handlers_free(pl->handlers);
+    websearch_free(pl->websearch);
     memory_free(pl->memory);
     llm_free(pl->embedder);
     llm_free(pl->llm);
@@ -302,6 +319,10 @@ static int check_request(const struct pipeline *pl, const struct turn_request *r
     *role = req->role ? pack_role_index(pl->pack, req->role) : pl->pack->default_role;
     if (*role < 0)
         return pipeline_check_role(pl, req->role, err);
+    if (req->user && (!*req->user || strlen(req->user) > STORE_PERSONAL_USER_MAX ||
+                      utf8_valid_prefix(req->user, strlen(req->user)) != strlen(req->user)))
+        return keel_error_set(err, KEEL_EINVAL, "user", "must be 1 to %d bytes of UTF-8",
+                              STORE_PERSONAL_USER_MAX);
     if (req->correlation_id && *req->correlation_id &&
         !keel_id_valid(req->correlation_id, "turn"))
         return keel_error_set(err, KEEL_EINVAL, "correlation_id", "is not a turn id");
@@ -331,7 +352,9 @@ static void turn_release(struct turn *t)
     for (int i = 0; i < BLUEPRINT_MAX_SUBS; i++) {
         json_decref(t->results[i].args);
         json_decref(t->results[i].items);
+        json_decref(t->results[i].outcome);
     }
+    json_decref(t->route_result);
     keel_buf_release(&t->answer);
     keel_free(t->clarification);
     json_decref(t->blueprint);
@@ -388,6 +411,8 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
         return rc;
     t.now = req->now_ms ? req->now_ms : keel_clock_now();
     t.alloc_failures = keel_alloc_failures();
+    snprintf(t.user, sizeof(t.user), "%s",
+             req->user ? req->user : req->owner && *req->owner ? req->owner : "local");
     if (req->correlation_id && *req->correlation_id)
         snprintf(t.correlation_id, sizeof(t.correlation_id), "%s", req->correlation_id);
     else
@@ -417,7 +442,10 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
         }
     }
     failures = keel_alloc_failures();
-    if (!(*result = result_json(&t)) || keel_alloc_failures() != failures) {
+    if (!(*result = result_json(&t)) ||
+        json_object_set_new(*result, "closing", json_boolean(t.closing)) ||
+        json_object_set_new(*result, "reset", json_boolean(t.reset)) ||
+        keel_alloc_failures() != failures) {
         json_decref(*result);
         *result = NULL;
         rc = keel_error_set(err, KEEL_ENOMEM, "turn", "out of memory (the turn was stored)");

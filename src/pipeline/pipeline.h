@@ -54,6 +54,8 @@ struct pipeline_options {
                                         * "none"); NULL: the pack's and KEEL_PROVIDERS */
     struct llm_options llm;            /* the model (--llm-url, --llm-model, --llm-key-env);
                                         * unset fields: the pack's llm section and KEEL_LLM_* */
+    const char *websearch_url;         /* a SearxNG-compatible endpoint (--websearch-url; "none":
+                                        * off); NULL: handlers.websearch.url, KEEL_WEBSEARCH_URL */
 };
 
 struct turn_request {
@@ -74,6 +76,8 @@ struct turn_request {
                                         * NULL: none */
     pipeline_token_fn on_token;        /* the model's answer as it is written; may be NULL */
     void *token_ctx;
+    const char *user;                  /* whose personal facts the turn reads and writes
+                                        * (1..128 bytes); NULL: owner, else "local" */
 };
 
 struct pipeline;
@@ -112,7 +116,10 @@ int pipeline_ingest_sample(struct pipeline *pl, long *ingested, struct keel_erro
  *   {conversation_id, turn, correlation_id, answer, sources[], decision,
  *    stage, clarification (text or null), tools_called[], tool_args{},
  *    state, events[], deltas[], model (what the model did, or absent
- *    without one), streamed (the answer went out through on_token)}
+ *    without one), streamed (the answer went out through on_token),
+ *    closing (true when a close command answered: the client may end
+ *    the conversation), reset (true when a reset command answered: the
+ *    client may start a new conversation)}
  * and the turn is stored. Bad input (empty, too long or invalid UTF-8
  * message, unknown role, unknown conversation id or one of another pack)
  * is KEEL_EINVAL / KEEL_ENOTFOUND naming the field, and changes nothing.

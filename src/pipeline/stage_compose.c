@@ -343,6 +343,8 @@ static int compose_sub(struct turn *t, int i, struct keel_buf *b)
         return compose_conversation(t, b);
     if (!strcmp(r->tool, "search_papers"))
         return compose_papers(t, r, b);
+    if (!strcmp(r->tool, "web_search"))
+        return route_compose_web(t, r, b);
     return compose_passages(t, r, b);
 }
 
@@ -398,7 +400,8 @@ int compose_providers_note(struct turn *t, struct keel_buf *out)
 int stage_compose(struct turn *t, struct keel_error *err)
 {
     const struct blueprint *bp = &t->state.blueprint;
-    int rc = t->no_tools ? compose_no_tools(t, &t->answer) : KEEL_OK;
+    int rc = t->routed ? route_compose(t, &t->answer)
+             : t->no_tools ? compose_no_tools(t, &t->answer) : KEEL_OK;
 
     for (int i = 0; i < bp->n_subs && !rc && !t->no_tools; i++) {
         if (bp->n_subs > 1)

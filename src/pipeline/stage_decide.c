@@ -29,10 +29,15 @@ int stage_decide(struct turn *t, struct keel_error *err)
     if (rc)
         return rc;
     policy_decide(t->pl->policy, &t->pctx, t->effective, t->effective_len, &t->decision);
+    route_redecide(t);
     /* Smalltalk, a command and "don't search" run no tool (seed 001's
      * tool_veto); compose answers them from the pack's messages. */
     t->no_tools = t->decision.tool_veto || t->decision.route == POLICY_ROUTE_COMMAND ||
                   t->decision.reason == R_SMALLTALK;
+    /* The pack's route handlers answer commands, personal facts and
+     * conversions themselves (assistant_routes.c). */
+    if ((t->routed = route_wanted(t)))
+        t->no_tools = 1;
     t->decision_json = policy_decision_json(t->pl->policy, &t->decision);
     if (!t->decision_json ||
         turn_emit(t, "info", "decide.decision", json_incref(t->decision_json),

@@ -167,6 +167,11 @@ int stage_publish(struct turn *t, struct keel_error *err)
     if (keel_alloc_failures() != t->alloc_failures)
         goto out;
     rec.memory = t->memory_decision ? memory_decision_change(t->memory_decision) : NULL;
+    /* A personal fact set or removed this turn is stored with it. */
+    struct store_personal_change personal = {
+        t->pending.user, t->pending.key, t->pending.remove ? NULL : t->pending.value,
+        t->pending.kind, t->conversation_id, t->now};
+    rec.personal = t->pending.active ? &personal : NULL;
     rc = store_save_turn(t->pl->store, &rec, err);
     if (!rc && t->memory_decision)
         memory_commit(t->pl->memory, t->memory_decision);

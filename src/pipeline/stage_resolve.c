@@ -54,7 +54,8 @@ static void policy_override(const struct turn *t, const struct tool_def *tool, j
         if (d->search.year_to)
             json_object_set_new(args, "year_to", json_integer(d->search.year_to));
     } else {
-        json_object_set_new(args, "top_k", json_integer(d->search.count));
+        json_object_set_new(args, strcmp(tool->name, "rag_search") ? "count" : "top_k",
+                            json_integer(d->search.count));
     }
 }
 
@@ -161,7 +162,20 @@ static int after_search(struct turn *t, int i, const struct tool_def *tool, json
 
     r->ran = 1;
     r->tool = tool->name;
-    if (!strcmp(tool->name, "search_papers")) {
+    if (!strcmp(tool->name, "web_search")) {
+        r->items = json_incref(json_object_get(out, "results"));
+        r->outcome = json_copy(out);
+        if (r->outcome)
+            json_object_del(r->outcome, "results");
+        n = (int)json_array_size(r->items);
+        r->band = n ? "found" : "none";
+        if (json_is_true(json_object_get(out, "failed")) &&
+            turn_emit(t, "info", "resolve.websearch_failed",
+                      json_pack("{s:O?}", "reason", json_object_get(out, "reason")),
+                      "web search failed: %s",
+                      json_string_value(json_object_get(out, "reason"))))
+            return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
+    } else if (!strcmp(tool->name, "search_papers")) {
         if (provider_events(t, json_object_get(out, "providers")))
             return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
         r->items = json_incref(json_object_get(out, "papers"));
@@ -217,10 +231,11 @@ static int run_sub(struct turn *t, int i, struct keel_error *err)
     const struct blueprint_sub *sub = &t->state.blueprint.subs[i];
     const struct config_path *path = &t->pl->cfg.paths[sub->path];
     const struct tool_def *tool;
-    struct tool_env env = {t->pl->store, t->pl->web, &t->pl->cfg, t->pl->providers};
+    struct tool_env env;
     json_t *args, *out = NULL;
     int index, rc;
 
+    turn_tool_env(t, &env);
     if (!path->tool) {
         if (path->unavailable)
             return unavailable(t, i, "path has no capability for this", err);
@@ -259,6 +274,8 @@ int stage_resolve(struct turn *t, struct keel_error *err)
 
     if ((rc = model_propose(t, err)))
         return rc;
+    if (t->routed)
+        return route_resolve(t, err);
     if (t->no_tools)
         return turn_emit(t, "info", NULL, NULL, "no tool runs: %s",
                          policy_reason_name(t->decision.reason))

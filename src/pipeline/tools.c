@@ -561,9 +561,15 @@ static const struct tool_def registry[REGISTRY_SIZE] = {
 
 const struct tool_def *tools_find(const char *name)
 {
+    size_t n;
+    const struct tool_def *more = tools_assistant(&n);
+
     for (size_t i = 0; i < REGISTRY_SIZE; i++)
         if (!strcmp(registry[i].name, name))
             return &registry[i];
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(more[i].name, name))
+            return &more[i];
     return NULL;
 }
 

@@ -19,6 +19,16 @@
  *                   the abstain threshold and a fallback is configured
  *   add_to_library  (write) saves a paper {title, year, venue, doi, url,
  *                   abstract} to the local library at once
+ *
+ * The assistant pack's tools (tool_assistant.c):
+ *
+ *   convert_units   a conversion asked in words ("5 km to miles"), over the
+ *                   pack's unit and rate tables
+ *   web_search      the web-search port (SearxNG-compatible); not
+ *                   configured or failing: a result that says so
+ *   recall_memory   the user's personal facts, one by key or all
+ *   remember_fact   (write) stages a fact for the turn's publish
+ *   forget_fact     (write) stages a fact's removal
  */
 #ifndef KEEL_PIPELINE_TOOLS_H
 #define KEEL_PIPELINE_TOOLS_H
@@ -33,12 +43,19 @@
 
 #define TOOL_QUERY_MAX 512
 
+struct handlers;
+struct personal_pending;
+
 /* What a tool may reach. */
 struct tool_env {
     struct store *store;
     const struct web_fallback *web;     /* may be NULL */
     const struct pipeline_config *cfg;  /* thresholds, stopwords */
     struct providers *providers;        /* remote paper providers; may be NULL */
+    const struct handlers *handlers;    /* the pack's route handlers; may be NULL */
+    const char *user;                   /* whose personal facts; may be NULL */
+    struct personal_pending *pending;   /* where a personal-fact change waits for
+                                         * publish; NULL: writes are refused */
 };
 
 enum tool_arg_type { ARG_STRING, ARG_INTEGER, ARG_BOOLEAN };
@@ -61,6 +78,9 @@ struct tool_def {
     int (*run)(const struct tool_env *env, const json_t *args, json_t **result,
                struct keel_error *err);
 };
+
+/* The assistant pack's tools (tool_assistant.c): `*n` entries. */
+const struct tool_def *tools_assistant(size_t *n);
 
 /* The registry entry named `name`, or NULL. */
 const struct tool_def *tools_find(const char *name);

@@ -11,6 +11,7 @@
 #include "core/buf.h"
 #include "core/id.h"
 #include "pipeline/config.h"
+#include "pipeline/handlers.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/state.h"
 #include "pipeline/tools.h"
@@ -29,6 +30,8 @@ struct pipeline {
     struct llm *llm;                   /* the model, or NULL: extractive answers (owned) */
     struct memory *memory;             /* long-term memory of runs (pack memory.remember), or NULL */
     struct llm *embedder;              /* memory's /v1/embeddings model, or NULL: hashed (owned) */
+    struct handlers *handlers;         /* the pack's route handlers (handlers.h), or NULL (owned) */
+    struct websearch *websearch;       /* the web-search provider, or NULL (owned) */
     int trace;                         /* KEEL_DEBUG_TRACE=1, read once */
     char pack_dir[4200];
 };
@@ -44,6 +47,7 @@ struct sub_result {
     json_t *items;            /* papers or passages (owned) */
     const char *band;         /* confident | caution | abstain | none */
     double confidence;
+    json_t *outcome;          /* web_search: {configured, provider, failed, reason} (owned) */
 };
 
 struct turn {
@@ -95,6 +99,15 @@ struct turn {
 
     /* remember */
     struct memory_decision *memory_decision;   /* stored by publish with the turn; or NULL */
+
+    /* the route handlers (assistant_routes.c) */
+    char user[STORE_PERSONAL_USER_MAX + 1];    /* whose personal facts: req user, owner, "local" */
+    int routed;                        /* a handler answers this turn (command, memory, convert) */
+    int closing;                       /* a close command: the client may end the conversation */
+    int reset;                         /* a reset command: the client may start a new one */
+    const char *route_tool;            /* the tool the handler ran, or NULL */
+    json_t *route_result;              /* its result, or the doctor's report (owned) */
+    struct personal_pending pending;   /* a personal-fact change publish stores */
 
     /* compose / clarify */
     struct keel_buf answer;
@@ -166,6 +179,30 @@ json_t *prompt_messages(struct turn *t, int results, struct keel_error *err);
  * registry, in the pack, allowed for the role. A new array (may be
  * empty), or NULL when out of memory. */
 json_t *prompt_tools(const struct turn *t);
+
+/* The route handlers (assistant_routes.c; answers in assistant_answers.c). route_wanted (decide): whether a
+ * handler answers this turn — the pack has handlers and the policy chose
+ * command, local_memory_intent or conversion_tool. route_resolve
+ * (resolve) runs the handler's tool under the registry, pack and role
+ * checks; route_compose (compose) writes the answer. Errors are out of
+ * memory and store failures only. */
+int route_wanted(const struct turn *t);
+
+/* With route handlers: when redaction hid an amount ("1000000 yen to
+ * usd" reads "[redacted] yen to usd"), the policy's decision on the
+ * message as written is taken if it is a conversion — a conversion keeps
+ * nothing of the message in the state or the decision. */
+void route_redecide(struct turn *t);
+int route_resolve(struct turn *t, struct keel_error *err);
+int route_compose(struct turn *t, struct keel_buf *b);
+
+/* The answer of a web_search subquestion (assistant_answers.c): the results as
+ * numbered sources, or why there are none. */
+int route_compose_web(struct turn *t, const struct sub_result *r, struct keel_buf *b);
+
+/* What the turn's tools may reach: the store, the web port, the config,
+ * providers, the handlers, the user and the pending personal change. */
+void turn_tool_env(struct turn *t, struct tool_env *env);
 
 /* Emits an event of the running stage. `kind` is start|end|info|token|
  * error; `key` ("resolve.search", or NULL for the stage itself) picks the

@@ -115,6 +115,8 @@ static const struct expect_key pipeline_keys[] = {
     {"clarification", "clarification", EQUAL, NULL, T_STRING | T_NULL, AS_IS},
     {"clarification_contains", "clarification", CONTAINS, NULL, 0, AS_IS},
     {"answer_contains", "answer", CONTAINS, NULL, 0, AS_IS},
+    {"closing", "closing", EQUAL, NULL, T_BOOL, AS_IS},
+    {"reset", "reset", EQUAL, NULL, T_BOOL, AS_IS},
     {"answer_not_contains", "answer", NOT_CONTAINS, NULL, 0, AS_IS},
     {"sources_min", "sources", AT_LEAST, NULL, T_INT, SIZE},
     {"state", "state", OBJECT, state_keys, 0, AS_IS},

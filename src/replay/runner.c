@@ -311,8 +311,9 @@ static int run_turn(struct replay *replay, struct case_setup *setup, const json_
 static int open_pipeline(struct replay *replay, struct case_setup *setup, struct store **store,
                          struct keel_error *err)
 {
+    /* No model and no web search: a replay answers the same anywhere. */
     struct pipeline_options options = {replay->packs_dir, setup->pack_name, NULL, NULL, NULL,
-                                       {"none", NULL, NULL}};
+                                       {"none", NULL, NULL}, "none"};
     long ingested = 0;
     int rc;
 

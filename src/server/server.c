@@ -137,7 +137,7 @@ static int ingest_samples(struct server *srv, struct keel_error *err)
 {
     for (int i = 0; i < srv->n_packs; i++) {
         struct pipeline_options o = {srv->opt.packs_dir, srv->packs[i], srv->store, NULL, "none",
-                                     {"none", NULL, NULL}};
+                                     {"none", NULL, NULL}, "none"};
         struct pipeline *pl = NULL;
         long n = 0;
         int rc = pipeline_new(&o, &pl, err);

@@ -26,6 +26,8 @@ struct server_options {
     const char *port_file;     /* write the bound port here once listening; may be NULL */
     int rate;                  /* requests per second per key (burst twice that); 0: 20 */
     struct llm_options llm;    /* the model, as for keel chat; unset: each pack's and KEEL_LLM_* */
+    const char *websearch_url; /* web search, as for keel chat; NULL: each pack's and
+                                * KEEL_WEBSEARCH_URL */
 };
 
 /* Runs the server until SIGTERM or SIGINT: then it stops accepting,

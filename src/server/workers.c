@@ -226,7 +226,8 @@ int workers_start(struct server *srv, struct keel_error *err)
             return rc;
         for (int p = 0; p < srv->n_packs; p++) {
             struct pipeline_options o = {srv->opt.packs_dir, srv->packs[p], w->store, NULL,
-                                         srv->opt.providers, srv->opt.llm};
+                                         srv->opt.providers, srv->opt.llm,
+                                         srv->opt.websearch_url};
             if ((rc = pipeline_new(&o, &w->pl[p], err)))
                 return rc;
         }

@@ -179,6 +179,8 @@ int store_save_turn(struct store *store, const struct store_turn_record *rec,
             return keel_error_set(err, KEEL_EINVAL, names[i], "is required");
     if (rec->memory && (rc = check_memory_change(rec->memory, err)))
         return rc;
+    if (rec->personal && (rc = store_personal_check(rec->personal, err)))
+        return rc;
     return store->ops->save_turn(store, rec, err);
 }
 
@@ -368,6 +370,38 @@ int store_memory_decisions(struct store *store, int limit, int offset, json_t **
     if (offset < 0)
         return keel_error_set(err, KEEL_EINVAL, "offset", "must not be negative");
     return store->ops->memory_decisions(store, limit, offset, out, err);
+}
+
+int store_personal_check(const struct store_personal_change *c, struct keel_error *err)
+{
+    size_t n;
+
+    if (!c->user || !*c->user || strlen(c->user) > STORE_PERSONAL_USER_MAX)
+        return keel_error_set(err, KEEL_EINVAL, "personal.user", "must be 1 to %d bytes",
+                              STORE_PERSONAL_USER_MAX);
+    if (!c->key || !*c->key || strlen(c->key) > STORE_PERSONAL_KEY_MAX)
+        return keel_error_set(err, KEEL_EINVAL, "personal.key", "must be 1 to %d bytes",
+                              STORE_PERSONAL_KEY_MAX);
+    if (c->value && (!(n = strlen(c->value)) || n > STORE_PERSONAL_VALUE_MAX))
+        return keel_error_set(err, KEEL_EINVAL, "personal.value", "must be 1 to %d bytes",
+                              STORE_PERSONAL_VALUE_MAX);
+    if (c->value && (!c->kind || (strcmp(c->kind, "fact") && strcmp(c->kind, "note"))))
+        return keel_error_set(err, KEEL_EINVAL, "personal.kind", "must be fact or note");
+    return KEEL_OK;
+}
+
+int store_personal_list(struct store *store, const char *user, json_t **out,
+                        struct keel_error *err)
+{
+    if (!user || !*user || strlen(user) > STORE_PERSONAL_USER_MAX)
+        return keel_error_set(err, KEEL_EINVAL, "user", "must be 1 to %d bytes",
+                              STORE_PERSONAL_USER_MAX);
+    return store->ops->personal_list(store, user, out, err);
+}
+
+int store_personal_stats(struct store *store, json_t **out, struct keel_error *err)
+{
+    return store->ops->personal_stats(store, out, err);
 }
 
 void store_conversation_release(struct store_conversation *conv)

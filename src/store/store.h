@@ -176,6 +176,24 @@ struct store_memory_change {
     int new_canonical;            /* MERGE only */
 };
 
+/* Personal facts (migration 10): what a user asked the assistant to
+ * remember, per user and key ("favourite drink" -> "tea"). A change sets
+ * (value) or removes (value NULL) one fact; it is stored with the turn
+ * that made it (store_turn_record.personal). `kind` is fact | note. */
+#define STORE_PERSONAL_KEY_MAX 64      /* bytes of a key */
+#define STORE_PERSONAL_VALUE_MAX 256   /* bytes of a value */
+#define STORE_PERSONAL_USER_MAX 128    /* bytes of a user name */
+#define STORE_PERSONAL_FACTS_MAX 200   /* facts of one user */
+
+struct store_personal_change {
+    const char *user;
+    const char *key;
+    const char *value;            /* NULL: remove the fact */
+    const char *kind;             /* fact | note (with a value) */
+    const char *conversation_id;  /* where it was said; may be NULL */
+    int64_t ts_ms;
+};
+
 /* Everything one turn writes, in one transaction. `seq` is the turn's
  * number in its conversation, from 1; it must be the stored turn count
  * plus one (seq 1 creates the conversation), else the save is a conflict
@@ -209,6 +227,7 @@ struct store_turn_record {
     const struct store_metric *metrics;
     size_t n_metrics;
     const struct store_memory_change *memory;   /* the remember stage's decision, or NULL */
+    const struct store_personal_change *personal;   /* a personal fact set or removed, or NULL */
 };
 
 /* Called by memory_sync for each change to the active runs, in order:
@@ -265,6 +284,9 @@ struct store_ops {
                       struct keel_error *err);
     int (*memory_decisions)(struct store *store, int limit, int offset, json_t **out,
                             struct keel_error *err);
+    int (*personal_list)(struct store *store, const char *user, json_t **out,
+                         struct keel_error *err);
+    int (*personal_stats)(struct store *store, json_t **out, struct keel_error *err);
 };
 
 /* Every backend's struct starts with this. */
@@ -398,6 +420,22 @@ int store_memory_get(struct store *store, const char *const *ids, size_t n, json
 int store_memory_decisions(struct store *store, int limit, int offset, json_t **out,
                            struct keel_error *err);
 
+/* Personal facts (migration 10). */
+
+/* The facts of `user`, by key, as a new array of {key, value, kind,
+ * created_ms, updated_ms, conversation_id} (at most
+ * STORE_PERSONAL_FACTS_MAX; a user never has more). */
+int store_personal_list(struct store *store, const char *user, json_t **out,
+                        struct keel_error *err);
+
+/* Counts over every user, as a new object {users, facts, notes}. */
+int store_personal_stats(struct store *store, json_t **out, struct keel_error *err);
+
+/* Checks a change before a write: user, key and kind present and within
+ * their caps, a value (when set) of 1..STORE_PERSONAL_VALUE_MAX bytes.
+ * KEEL_EINVAL names the field ("personal.key"). */
+int store_personal_check(const struct store_personal_change *change, struct keel_error *err);
+
 /* Frees what a conversation owns. */
 void store_conversation_release(struct store_conversation *conv);
 
@@ -424,5 +462,6 @@ int store_paper_copy(struct store_paper *dst, const struct store_paper *src);
 /* Backend constructors, called by store_open(). */
 int store_sqlite_open(const char *path, struct store **out, struct keel_error *err);
 int store_mem_open(struct store **out, struct keel_error *err);
+
 
 #endif

@@ -60,6 +60,7 @@ struct store_mem {
     json_t *keys;       /* hash -> {id, user, role, created_ms, revoked_ms} */
     json_t *shares;     /* hash -> conversation id */
     struct mem_memory *memory;        /* store_mem_memory.c; NULL until the first decision */
+    json_t *personal;                 /* store_mem_personal.c; NULL until the first fact */
 };
 
 /* The words of one search, from store_query_words(). Repeated words are
@@ -702,6 +703,7 @@ static void mem_close(struct store *store)
     mem_memory_free(mem->memory);
     json_decref(mem->keys);
     json_decref(mem->shares);
+    json_decref(mem->personal);
     keel_free(mem);
 }
 
@@ -844,8 +846,16 @@ static int mem_save_turn(struct store *store, const struct store_turn_record *re
 {
     struct store_mem *mem = (struct store_mem *)store;
     int rc = rec->memory ? mem_memory_apply(&mem->memory, rec->memory, err) : KEEL_OK;
+    json_t *facts = NULL;
 
-    return rc ? rc : mem_conv_save(&mem->conv, rec, err);
+    /* The personal fact is built first and swapped in after the turn. */
+    if (!rc && rec->personal)
+        rc = mem_personal_prepare(&mem->personal, rec->personal, &facts, err);
+    if (!rc && (rc = mem_conv_save(&mem->conv, rec, err)))
+        json_decref(facts);
+    else if (!rc && facts)
+        mem_personal_commit(mem->personal, rec->personal->user, facts);
+    return rc;
 }
 
 static int mem_metrics(struct store *store, json_t **out, struct keel_error *err)
@@ -921,6 +931,17 @@ static int mem_memory_decisions_op(struct store *store, int limit, int offset, j
     return mem_memory_decisions(((struct store_mem *)store)->memory, limit, offset, out, err);
 }
 
+static int mem_personal_list_op(struct store *store, const char *user, json_t **out,
+                                struct keel_error *err)
+{
+    return mem_personal_list(((struct store_mem *)store)->personal, user, out, err);
+}
+
+static int mem_personal_stats_op(struct store *store, json_t **out, struct keel_error *err)
+{
+    return mem_personal_stats(((struct store_mem *)store)->personal, out, err);
+}
+
 static const struct store_ops mem_ops = {
     .name = "mem",
     .close = mem_close,
@@ -948,6 +969,8 @@ static const struct store_ops mem_ops = {
     .memory_sync = mem_memory_sync_op,
     .memory_get = mem_memory_get_op,
     .memory_decisions = mem_memory_decisions_op,
+    .personal_list = mem_personal_list_op,
+    .personal_stats = mem_personal_stats_op,
 };
 
 /* Opens an empty in-memory store into *out; close it with store_close(),

@@ -42,4 +42,16 @@ int mem_memory_get(const struct mem_memory *m, const char *const *ids, size_t n,
 int mem_memory_decisions(const struct mem_memory *m, int limit, int offset, json_t **out,
                          struct keel_error *err);
 
+/* Personal facts (store_mem_personal.c): `facts` is {user: {key: row}},
+ * NULL until the first write. prepare: builds the user's facts after
+ * `change` into *copy (made, with the user's key reserved) without
+ * changing what is stored; commit: swaps *copy in once the turn is saved
+ * (cannot fail). list and stats as store_personal_list/_stats. */
+int mem_personal_prepare(json_t **facts, const struct store_personal_change *change,
+                         json_t **copy, struct keel_error *err);
+void mem_personal_commit(json_t *facts, const char *user, json_t *copy);
+int mem_personal_list(const json_t *facts, const char *user, json_t **out,
+                      struct keel_error *err);
+int mem_personal_stats(const json_t *facts, json_t **out, struct keel_error *err);
+
 #endif

@@ -989,6 +989,8 @@ static const struct store_ops sqlite_ops = {
     .memory_sync = sqlite_memory_sync,
     .memory_get = sqlite_memory_get,
     .memory_decisions = sqlite_memory_decisions,
+    .personal_list = sqlite_personal_list,
+    .personal_stats = sqlite_personal_stats,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

@@ -161,6 +161,7 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
         return rc;
     if ((rc = write_conversation(st, rec, err)) || (rc = write_turn(st, rec, err)) ||
         (rec->memory && (rc = sqlite_memory_write(st, rec->memory, err))) ||
+        (rec->personal && (rc = sqlite_personal_write(st, rec->personal, err))) ||
         (rc = sqlite_tx_commit(st, "saving a turn", err)))
         sqlite_tx_rollback(st);
     return rc;

@@ -162,6 +162,14 @@ int sqlite_memory_get(struct store *store, const char *const *ids, size_t n, jso
 int sqlite_memory_decisions(struct store *store, int limit, int offset, json_t **out,
                             struct keel_error *err);
 
+/* Personal facts (store_sqlite_personal.c). write: a change inside the
+ * caller's transaction (a turn's). */
+int sqlite_personal_write(struct sqlite_store *st, const struct store_personal_change *change,
+                          struct keel_error *err);
+int sqlite_personal_list(struct store *store, const char *user, json_t **out,
+                         struct keel_error *err);
+int sqlite_personal_stats(struct store *store, json_t **out, struct keel_error *err);
+
 int sqlite_metrics_history(struct store *store, int aggregate_minutes, int limit, json_t **out,
                            struct keel_error *err);
 

@@ -170,6 +170,16 @@ const struct migration sqlite_migrations[] = {
         " judge TEXT NOT NULL,"
         " task TEXT NOT NULL,"
         " created_at INTEGER NOT NULL);"},
+    /* 10: personal facts the assistant pack stores per user. */
+    {10, "CREATE TABLE personal_facts ("
+         " user TEXT NOT NULL,"
+         " key TEXT NOT NULL,"
+         " value TEXT NOT NULL,"
+         " kind TEXT NOT NULL CHECK (kind IN ('fact', 'note')),"
+         " conversation_id TEXT,"
+         " created_at INTEGER NOT NULL,"
+         " updated_at INTEGER NOT NULL,"
+         " PRIMARY KEY (user, key)) WITHOUT ROWID;"},
 };
 
 const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0]);

@@ -122,7 +122,7 @@ START_TEST(test_assistant)
     int guest, user;
 
     ck_assert_str_eq(pack->name, "assistant");
-    ck_assert_uint_eq(pack->n_tools, 4);
+    ck_assert_uint_eq(pack->n_tools, 5);
     ck_assert_int_eq(pack->tools[tool(pack, "web_search")].access, PACK_READ);
     ck_assert_int_eq(pack->tools[tool(pack, "convert_units")].access, PACK_READ);
     ck_assert_int_eq(pack->tools[tool(pack, "recall_memory")].access, PACK_READ);
@@ -479,7 +479,7 @@ START_TEST(test_parse_enomem_sweep)
     }
     ck_assert_int_gt(n, 100);
     ck_assert_str_eq(pack->name, "assistant");
-    ck_assert_uint_eq(pack->n_tools, 4);
+    ck_assert_uint_eq(pack->n_tools, 5);
     pack_free(pack);
 }
 END_TEST
