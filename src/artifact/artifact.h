@@ -41,6 +41,7 @@
 #define ARTIFACT_JSON_MAX (256u << 10)   /* bytes of one artifact as JSON */
 #define ARTIFACT_SNIPPET_MAX 300     /* bytes of a fact's evidence snippet */
 #define ARTIFACT_DETAIL_MAX 200
+#define ARTIFACT_FACTS_MAX 20        /* facts of one artifact (its claims or items) */
 
 enum artifact_type { ARTIFACT_NONE = -1, ARTIFACT_RESEARCH_BRIEF, ARTIFACT_DOC_EXTRACT, ARTIFACT_PLAN };
 
@@ -204,6 +205,12 @@ json_t *artifact_distill(const struct artifact_conf *conf, const json_t *artifac
  * long) ends with a hash of the original so two ids never share a file;
  * then ".jsonl". No name can leave the directory ("..", "/", NUL). */
 void artifact_export_name(const char *conversation_id, char *out, size_t n);
+
+/* The default export directory beside a store location: "keel.db" →
+ * "keel.artifacts", "sqlite:data/k.db" → "data/k.artifacts", any other
+ * file name F → "F.artifacts"; "" (none) for "mem:" or an over-long
+ * location. `out` holds at least n bytes. */
+void artifact_export_default_dir(const char *db_location, char *out, size_t n);
 
 /* Appends `artifact` as one JSON line to DIR/NAME.jsonl, creating DIR
  * (mode 0700) and the file (0600) when needed; never follows a symbolic

@@ -46,6 +46,23 @@ void artifact_export_name(const char *conversation_id, char *out, size_t n)
     snprintf(out + o, o < n ? n - o : 0, ".jsonl");
 }
 
+void artifact_export_default_dir(const char *db, char *out, size_t n)
+{
+    size_t len;
+
+    out[0] = '\0';
+    if (!db || !*db || !strcmp(db, "mem:"))
+        return;
+    if (!strncmp(db, "sqlite:", 7))
+        db += 7;
+    len = strlen(db);
+    if (len > 3 && !strcmp(db + len - 3, ".db"))
+        len -= 3;
+    if (len + sizeof(".artifacts") > n)
+        return;
+    snprintf(out, n, "%.*s.artifacts", (int)len, db);
+}
+
 int artifact_export_append(const char *dir, const char *conversation_id, const json_t *artifact,
                            struct keel_error *err)
 {

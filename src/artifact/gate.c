@@ -95,7 +95,7 @@ void artifact_gate(const struct artifact_conf *conf, const struct artifact_gate_
         words += !(res.tokens[i].flags & LEX_JOINED);
     if (words < (uint32_t)conf->min_words) {
         char text[64];
-        snprintf(text, sizeof(text), "%u words, fewer than %d", words, conf->min_words);
+        snprintf(text, sizeof(text), "%u word(s), fewer than %d", words, conf->min_words);
         none(out, "too_short", text);
         return;
     }

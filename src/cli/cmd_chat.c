@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "core/alloc.h"
+#include "artifact/artifact.h"
 #include "core/clock.h"
 #include "pipeline/pipeline.h"
 
@@ -36,12 +37,13 @@ static void chat_usage(FILE *out)
     fprintf(out,
             "usage: keel chat [--pack NAME] [--db FILE] [--conversation ID] [--role ROLE]\n"
             "                 [--json] [--now TIME] [--providers LIST]\n"
-            "                 [--llm-url URL --llm-model NAME [--llm-key-env VAR]]\n\n"
+            "                 [--llm-url URL --llm-model NAME [--llm-key-env VAR]]\n"
+            "                 [--artifacts-dir DIR|none]\n\n"
             "Talk to keel. On a terminal: type a message, see progress and the answer with its\n"
             "sources; :quit or Ctrl-D leaves. Otherwise one message per line is read from\n"
             "standard input and each answer printed (--json: one JSON object per turn with\n"
             "answer, sources, decision, stage, clarification, tools_called, tool_args,\n"
-            "active_scenario, and providers when remote paper providers were asked).\n"
+            "active_scenario, artifact, and providers when remote paper providers were asked).\n"
             "The pack's sample data (its pipeline.sample papers or corpus) is ingested when the\n"
             "store has no papers or no documents yet.\n\n"
             "  --pack NAME          scholar (default), payer, … (a folder of the packs directory)\n"
@@ -60,6 +62,9 @@ static void chat_usage(FILE *out)
             "                       or $KEEL_LLM_URL; none: no model)\n"
             "  --llm-model NAME     the model's name on that server ($KEEL_LLM_MODEL)\n"
             "  --llm-key-env VAR    the environment variable holding its API key\n"
+            "  --artifacts-dir DIR  where each conversation's artifacts are appended as JSON\n"
+            "                       lines (default: beside the store, keel.db → keel.artifacts;\n"
+            "                       none: no export; the store always keeps them)\n"
             "KEEL_DEBUG_TRACE=1 shows every technical event on standard error.\n");
 }
 
@@ -144,6 +149,12 @@ static void print_json(const json_t *result)
                              json_object_get(result, "tool_args"), "model",
                              json_object_get(result, "model"), "memory",
                              json_object_get(result, "memory"));
+    if (line && (json_object_set(line, "artifact", json_object_get(result, "artifact")) ||
+                 (json_object_get(result, "artifact_gate") &&
+                  json_object_set(line, "artifact_gate", json_object_get(result, "artifact_gate"))))) {
+        json_decref(line);
+        line = NULL;
+    }
     char *text = line ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 
     if (text)
@@ -267,9 +278,16 @@ static int chat_loop(struct chat *chat)
 }
 
 static int chat_open(struct chat *chat, const char *db, const char *pack, const char *providers,
-                     const struct llm_options *llm, struct keel_error *err)
+                     const struct llm_options *llm, const char *artifacts_dir,
+                     struct keel_error *err)
 {
+    char dir[4096];
     struct pipeline_options options = {NULL, pack, NULL, NULL, providers, *llm};
+
+    if (!artifacts_dir)   /* beside the store: keel.db → keel.artifacts/ */
+        artifact_export_default_dir(cli_db_location(db), dir, sizeof(dir));
+    else
+        snprintf(dir, sizeof(dir), "%s", strcmp(artifacts_dir, "none") ? artifacts_dir : "");
     long ingested = 0;
     int rc;
 
@@ -277,6 +295,7 @@ static int chat_open(struct chat *chat, const char *db, const char *pack, const 
         return rc;
     options.store = chat->store;
     if ((rc = pipeline_new(&options, &chat->pl, err)) ||
+        (rc = pipeline_set_artifacts_dir(chat->pl, dir, err)) ||
         (rc = pipeline_check_role(chat->pl, chat->role, err)))
         return rc;
     if ((rc = pipeline_ingest_sample(chat->pl, &ingested, err)))
@@ -298,9 +317,11 @@ int cmd_chat(int argc, char **argv)
         {"llm-url", required_argument, NULL, 'U'},
         {"llm-model", required_argument, NULL, 'M'},
         {"llm-key-env", required_argument, NULL, 'K'},
+        {"artifacts-dir", required_argument, NULL, 'A'},
         {NULL, 0, NULL, 0},
     };
     struct llm_options llm = {NULL, NULL, NULL};
+    const char *artifacts_dir = NULL;
     struct chat chat;
     const char *db = NULL, *pack = "scholar", *now = NULL, *trace = getenv("KEEL_DEBUG_TRACE");
     const char *providers = NULL;
@@ -322,6 +343,7 @@ int cmd_chat(int argc, char **argv)
         case 'U': llm.url = optarg; break;
         case 'M': llm.model = optarg; break;
         case 'K': llm.key_env = optarg; break;
+        case 'A': artifacts_dir = optarg; break;
         case 'h': chat_usage(stdout); return 0;
         case ':':
             fprintf(stderr, "keel: chat: %s needs a value\n\n", argv[optind - 1]);
@@ -345,7 +367,7 @@ int cmd_chat(int argc, char **argv)
     }
     chat.interactive = isatty(0);
     chat.trace = trace && !strcmp(trace, "1");
-    rc = chat_open(&chat, db, pack, providers, &llm, &err);
+    rc = chat_open(&chat, db, pack, providers, &llm, artifacts_dir, &err);
     if (!rc && chat.conversation[0]) {   /* fail early on an unknown id */
         struct store_conversation conv;
         if (!(rc = store_load_conversation(chat.store, chat.conversation, &conv, &err))) {

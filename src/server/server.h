@@ -26,6 +26,7 @@ struct server_options {
     const char *port_file;     /* write the bound port here once listening; may be NULL */
     int rate;                  /* requests per second per key (burst twice that); 0: 20 */
     struct llm_options llm;    /* the model, as for keel chat; unset: each pack's and KEEL_LLM_* */
+    const char *artifacts_dir; /* the artifacts' JSONL export; NULL or "": none */
 };
 
 /* Runs the server until SIGTERM or SIGINT: then it stops accepting,

@@ -227,7 +227,8 @@ int workers_start(struct server *srv, struct keel_error *err)
         for (int p = 0; p < srv->n_packs; p++) {
             struct pipeline_options o = {srv->opt.packs_dir, srv->packs[p], w->store, NULL,
                                          srv->opt.providers, srv->opt.llm};
-            if ((rc = pipeline_new(&o, &w->pl[p], err)))
+            if ((rc = pipeline_new(&o, &w->pl[p], err)) ||
+                (rc = pipeline_set_artifacts_dir(w->pl[p], srv->opt.artifacts_dir, err)))
                 return rc;
         }
     }

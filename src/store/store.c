@@ -179,6 +179,8 @@ int store_save_turn(struct store *store, const struct store_turn_record *rec,
             return keel_error_set(err, KEEL_EINVAL, names[i], "is required");
     if (rec->memory && (rc = check_memory_change(rec->memory, err)))
         return rc;
+    if (rec->artifact && (rc = store_artifact_check(rec->artifact, err)))
+        return rc;
     return store->ops->save_turn(store, rec, err);
 }
 

@@ -60,6 +60,7 @@ struct store_mem {
     json_t *keys;       /* hash -> {id, user, role, created_ms, revoked_ms} */
     json_t *shares;     /* hash -> conversation id */
     struct mem_memory *memory;        /* store_mem_memory.c; NULL until the first decision */
+    struct mem_artifacts *artifacts;  /* store_mem_artifacts.c; NULL until the first artifact */
 };
 
 /* The words of one search, from store_query_words(). Repeated words are
@@ -700,6 +701,7 @@ static void mem_close(struct store *store)
     keel_free(mem->docs);
     mem_conv_free(mem->conv);
     mem_memory_free(mem->memory);
+    mem_artifacts_free(mem->artifacts);
     json_decref(mem->keys);
     json_decref(mem->shares);
     keel_free(mem);
@@ -843,9 +845,18 @@ static int mem_save_turn(struct store *store, const struct store_turn_record *re
                          struct keel_error *err)
 {
     struct store_mem *mem = (struct store_mem *)store;
-    int rc = rec->memory ? mem_memory_apply(&mem->memory, rec->memory, err) : KEEL_OK;
+    struct mem_artifacts next;
+    int rc = mem_artifacts_prepare(&mem->artifacts, rec, &next, err);
 
-    return rc ? rc : mem_conv_save(&mem->conv, rec, err);
+    if (!rc && rec->memory)
+        rc = mem_memory_apply(&mem->memory, rec->memory, err);
+    if (!rc)
+        rc = mem_conv_save(&mem->conv, rec, err);
+    if (rc)
+        mem_artifacts_discard(&next);
+    else
+        mem_artifacts_commit(mem->artifacts, &next);   /* cannot fail */
+    return rc;
 }
 
 static int mem_metrics(struct store *store, json_t **out, struct keel_error *err)
@@ -878,6 +889,8 @@ static int mem_delete_conversation(struct store *store, const char *id, struct k
     json_t *conv_id, *tmp;
     int rc = mem_conv_delete(mem->conv, id, err);
 
+    if (!rc)
+        mem_artifacts_delete(mem->artifacts, id);
     if (!rc)
         json_object_foreach_safe(mem->shares, tmp, hash, conv_id)
             if (!strcmp(json_string_value(conv_id), id))
@@ -921,6 +934,27 @@ static int mem_memory_decisions_op(struct store *store, int limit, int offset, j
     return mem_memory_decisions(((struct store_mem *)store)->memory, limit, offset, out, err);
 }
 
+static int mem_artifacts_list_op(struct store *store, const char *conversation_id,
+                                 const char *type, int last, json_t **out, struct keel_error *err)
+{
+    return mem_artifacts_list(((struct store_mem *)store)->artifacts, conversation_id, type, last,
+                              out, err);
+}
+
+static int mem_artifact_get_op(struct store *store, const char *id, json_t **out,
+                               struct keel_error *err)
+{
+    return mem_artifact_get(((struct store_mem *)store)->artifacts, id, out, err);
+}
+
+static int mem_facts_list_op(struct store *store, const struct store_fact_query *q, json_t **out,
+                             struct keel_error *err)
+{
+    struct store_mem *mem = (struct store_mem *)store;
+
+    return mem_facts_list(mem->artifacts, mem->conv, q, out, err);
+}
+
 static const struct store_ops mem_ops = {
     .name = "mem",
     .close = mem_close,
@@ -948,6 +982,9 @@ static const struct store_ops mem_ops = {
     .memory_sync = mem_memory_sync_op,
     .memory_get = mem_memory_get_op,
     .memory_decisions = mem_memory_decisions_op,
+    .artifacts_list = mem_artifacts_list_op,
+    .artifact_get = mem_artifact_get_op,
+    .facts_list = mem_facts_list_op,
 };
 
 /* Opens an empty in-memory store into *out; close it with store_close(),

@@ -989,6 +989,9 @@ static const struct store_ops sqlite_ops = {
     .memory_sync = sqlite_memory_sync,
     .memory_get = sqlite_memory_get,
     .memory_decisions = sqlite_memory_decisions,
+    .artifacts_list = sqlite_artifacts_list,
+    .artifact_get = sqlite_artifact_get,
+    .facts_list = sqlite_facts_list,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

@@ -68,6 +68,13 @@ enum stmt_id {
     ST_MEM_SYNC,
     ST_MEM_GET,
     ST_MEM_DECISIONS,
+    ST_ART_INSERT,
+    ST_FACT_INSERT,
+    ST_ART_LIST,
+    ST_ART_GET,
+    ST_FACTS_LIST,
+    ST_CONV_DELETE_FACTS,
+    ST_CONV_DELETE_ARTIFACTS,
     ST_COUNT
 };
 
@@ -161,6 +168,17 @@ int sqlite_memory_get(struct store *store, const char *const *ids, size_t n, jso
                       struct keel_error *err);
 int sqlite_memory_decisions(struct store *store, int limit, int offset, json_t **out,
                             struct keel_error *err);
+
+/* Artifacts and facts (store_sqlite_artifacts.c). write: a turn's
+ * artifact and facts inside the caller's transaction. */
+int sqlite_artifact_write(struct sqlite_store *st, const struct store_turn_record *rec,
+                          struct keel_error *err);
+int sqlite_artifacts_list(struct store *store, const char *conversation_id, const char *type,
+                          int last, json_t **out, struct keel_error *err);
+int sqlite_artifact_get(struct store *store, const char *id, json_t **out,
+                        struct keel_error *err);
+int sqlite_facts_list(struct store *store, const struct store_fact_query *query, json_t **out,
+                      struct keel_error *err);
 
 int sqlite_metrics_history(struct store *store, int aggregate_minutes, int limit, json_t **out,
                            struct keel_error *err);
