@@ -208,8 +208,9 @@ static int build(struct turn *t, const struct artifact_gate_result *gate, struct
     if (!(t->facts = artifact_distill(&t->pl->artifacts, t->artifact)) ||
         decision(t, gate, "built", NULL) ||
         turn_emit(t, "info", "artifact.built",
-                  json_pack("{s:O, s:O, s:I}", "id", json_object_get(t->artifact, "id"), "type",
-                            json_object_get(t->artifact, "type"), "facts",
+                  json_pack("{s:O, s:O, s:O, s:I}", "id", json_object_get(t->artifact, "id"),
+                            "type", json_object_get(t->artifact, "type"), "title",
+                            json_object_get(t->artifact, "title"), "facts",
                             (json_int_t)json_array_size(t->facts)),
                   "%s %s built, %zu fact(s)", artifact_type_name(gate->type),
                   json_string_value(json_object_get(t->artifact, "id")),
