@@ -123,9 +123,10 @@ static int brief_content(const struct artifact_contract_conf *cc,
         return keel_error_set(err, KEEL_ENOMEM, "artifact", "out of memory");
     }
     summary = first_line(env->answer ? env->answer : "", piece);
-    bad = set(content, "question", cut_string(env->question, 1000)) ||
-          set(content, "summary", cut_string(summary ? summary : env->question, 4000)) ||
-          set(content, "claims", claims) || set(content, "sources", sources);
+    /* Each set consumes its value, also on failure: all of them run. */
+    bad = set(content, "question", cut_string(env->question, 1000)) |
+          set(content, "summary", cut_string(summary ? summary : env->question, 4000)) |
+          set(content, "claims", claims) | set(content, "sources", sources);
     keel_free(piece);
     if (bad)
         return keel_error_set(err, KEEL_ENOMEM, "artifact", "out of memory");
@@ -205,9 +206,10 @@ static int extract_content(const struct artifact_contract_conf *cc,
             }
     }
     /* Else each chunk's opening sentences. */
+    size_t from_answer = json_array_size(items);
     json_array_foreach(env->chunks, i, chunk) {
         const char *text = json_string_value(json_object_get(chunk, "text"));
-        if (bad || json_array_size(items) || !text || !usable(chunk))
+        if (bad || from_answer || !text || !usable(chunk))
             continue;
         size_t n = artifact_sentence(text, strlen(text));
         n += artifact_sentence(text + n, strlen(text + n));
@@ -217,14 +219,14 @@ static int extract_content(const struct artifact_contract_conf *cc,
                    add_document(docs, chunk);
     }
     keel_free(piece);
-    if (bad || set(content, "question", cut_string(env->question, 1000)) ||
-        set(content, "documents", docs) || set(content, "items", items)) {
-        if (bad) {
-            json_decref(docs);
-            json_decref(items);
-        }
+    if (bad) {
+        json_decref(docs);
+        json_decref(items);
         return keel_error_set(err, KEEL_ENOMEM, "artifact", "out of memory");
     }
+    if (set(content, "question", cut_string(env->question, 1000)) |
+        set(content, "documents", docs) | set(content, "items", items))
+        return keel_error_set(err, KEEL_ENOMEM, "artifact", "out of memory");
     if (!json_array_size(items))
         return keel_error_set(err, KEEL_EINVAL, "empty_document",
                               "no document text in context (%d chunks)",
@@ -260,12 +262,12 @@ static int plan_content(const struct artifact_contract_conf *cc,
         }
     }
     keel_free(piece);
-    if (bad || set(content, "goal", cut_string(env->question, 1000)) ||
-        set(content, "steps", steps)) {
-        if (bad)
-            json_decref(steps);
+    if (bad) {
+        json_decref(steps);
         return keel_error_set(err, KEEL_ENOMEM, "artifact", "out of memory");
     }
+    if (set(content, "goal", cut_string(env->question, 1000)) | set(content, "steps", steps))
+        return keel_error_set(err, KEEL_ENOMEM, "artifact", "out of memory");
     if ((int)json_array_size(steps) < cc->min_steps)
         return keel_error_set(err, KEEL_EINVAL, "too_few_steps", "%d step(s); a plan needs %d",
                               (int)json_array_size(steps), cc->min_steps);

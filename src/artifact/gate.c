@@ -142,10 +142,11 @@ json_t *artifact_gate_json(const struct artifact_conf *conf, const struct artifa
     for (int t = 0; t < ARTIFACT_TYPES && !bad && scored; t++) {
         const struct artifact_gate_candidate *c = &r->candidates[t];
         const struct artifact_contract_conf *cc = &conf->contracts[t];
-        json_t *matched = json_array();
+        json_t *matched;
 
         if (!cc->enabled)
             continue;
+        matched = json_array();
         for (int g = 0; matched && g < cc->n_groups; g++)
             if (c->matched >> g & 1)
                 bad |= json_array_append_new(matched, json_string(cc->groups[g].name));

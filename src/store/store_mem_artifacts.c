@@ -43,7 +43,6 @@ int mem_artifacts_prepare(struct mem_artifacts **ap, const struct store_turn_rec
     const struct store_artifact *art = rec->artifact;
     long failures = keel_alloc_failures();
     struct mem_artifacts *a = *ap;
-    json_t *body;
 
     memset(next, 0, sizeof(*next));
     if (!art)
@@ -63,27 +62,26 @@ int mem_artifacts_prepare(struct mem_artifacts **ap, const struct store_turn_rec
         if (exists(a->facts, art->facts[i].id))
             return keel_error_set(err, KEEL_EFAIL, "artifact.facts.id", "a fact \"%s\" exists",
                                   art->facts[i].id);
+    /* JSON texts are kept as text and parsed on reading, as SQLite does:
+     * no parse runs while a turn is being saved. */
     next->artifacts = json_copy(a->artifacts);   /* shallow: the items are shared */
     next->facts = json_copy(a->facts);
-    body = json_loads(art->body_json, 0, NULL);
-    if (!next->artifacts || !next->facts || !body ||
+    if (!next->artifacts || !next->facts ||
         json_array_append_new(next->artifacts,
-                              json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:o}", "id", art->id,
+                              json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:s}", "id", art->id,
                                         "type", art->type, "title", art->title,
                                         "conversation_id", rec->conversation_id, "turn",
                                         rec->seq, "created_ms", (json_int_t)rec->ts_ms,
-                                        "artifact", body)))
+                                        "artifact", art->body_json)))
         goto fail;
     for (size_t i = 0; i < art->n_facts; i++) {
         const struct store_fact *f = &art->facts[i];
-        json_t *tags = json_loads(f->tags_json, 0, NULL);
-        if (!tags ||
-            json_array_append_new(
+        if (json_array_append_new(
                 next->facts,
-                json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:o, s:s, s:I}", "id", f->id,
+                json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:s, s:s, s:I}", "id", f->id,
                           "artifact_id", art->id, "conversation_id", rec->conversation_id,
                           "store", f->store, "topic", f->topic, "fact", f->fact, "source",
-                          f->source, "confidence", f->confidence, "tags", tags,
+                          f->source, "confidence", f->confidence, "tags", f->tags_json,
                           "evidence_snippet", f->evidence_snippet, "created_ms",
                           (json_int_t)rec->ts_ms)))
             goto fail;
@@ -127,13 +125,34 @@ void mem_artifacts_delete(struct mem_artifacts *a, const char *conversation_id)
                 json_array_remove(lists[l], i);
 }
 
+/* The stored JSON text row[key] parsed, or NULL (out of memory). */
+static json_t *parsed(const json_t *row, const char *key)
+{
+    return json_loads(json_string_value(json_object_get(row, key)), 0, NULL);
+}
+
 static json_t *public_row(const json_t *row)
 {
-    return json_pack("{s:O, s:O, s:O, s:O, s:O, s:O}", "id", json_object_get(row, "id"), "type",
-                     json_object_get(row, "type"), "title", json_object_get(row, "title"), "turn",
-                     json_object_get(row, "turn"), "created_ms",
-                     json_object_get(row, "created_ms"), "artifact",
-                     json_object_get(row, "artifact"));
+    json_t *body = parsed(row, "artifact");
+
+    return body ? json_pack("{s:O, s:O, s:O, s:O, s:O, s:o}", "id", json_object_get(row, "id"),
+                            "type", json_object_get(row, "type"), "title",
+                            json_object_get(row, "title"), "turn", json_object_get(row, "turn"),
+                            "created_ms", json_object_get(row, "created_ms"), "artifact", body)
+                : NULL;
+}
+
+static json_t *public_fact(const json_t *row)
+{
+    json_t *out = json_deep_copy(row), *tags = parsed(row, "tags");
+
+    if (!out || !tags || json_object_set_new(out, "tags", tags)) {
+        json_decref(out);
+        if (!out)
+            json_decref(tags);
+        return NULL;
+    }
+    return out;
 }
 
 int mem_artifacts_list(const struct mem_artifacts *a, const char *conversation_id,
@@ -197,7 +216,7 @@ int mem_facts_list(const struct mem_artifacts *a, const struct mem_conversations
         json_t *f = json_array_get(a->facts, i);
         if (!fact_matches(conv, f, q) || skipped++ < q->offset)
             continue;
-        if (json_array_append_new(list, json_deep_copy(f))) {
+        if (json_array_append_new(list, public_fact(f))) {
             json_decref(list);
             return oom(err);
         }

@@ -197,7 +197,10 @@ int mem_conv_save(struct mem_conversations **convp, const struct store_turn_reco
         json_decref(h);
         return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
     }
-    json_object_set_new(conv->by_id, rec->conversation_id, c);   /* replaces: cannot fail */
+    /* Replaced through an iterator: json_object_set_new may rehash (and
+     * fail) before it finds the key it would replace. */
+    json_object_iter_set_new(conv->by_id, json_object_iter_at(conv->by_id, rec->conversation_id),
+                             c);
     json_decref(conv->metrics);
     conv->metrics = m;
     json_decref(conv->minutes);
