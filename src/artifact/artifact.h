@@ -220,4 +220,9 @@ void artifact_export_default_dir(const char *db_location, char *out, size_t n);
 int artifact_export_append(const char *dir, const char *conversation_id, const json_t *artifact,
                            struct keel_error *err);
 
+/* Removes the export file of `conversation_id` under `dir` (a deleted
+ * conversation's); nothing when `dir` is NULL or "" or there is no file.
+ * Returns KEEL_OK, or KEEL_EIO when the file stays. */
+int artifact_export_remove(const char *dir, const char *conversation_id);
+
 #endif

@@ -63,6 +63,25 @@ void artifact_export_default_dir(const char *db, char *out, size_t n)
     snprintf(out, n, "%.*s.artifacts", (int)len, db);
 }
 
+/* mkdir -p: `dir` and its missing parents, mode 0700. */
+static int make_dirs(const char *dir, struct keel_error *err)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        path[i] = '\0';
+        if (mkdir(path, 0700) && errno != EEXIST)
+            return keel_error_set(err, KEEL_EIO, "artifacts_dir", "cannot create %s: %s", path,
+                                  strerror(errno));
+        path[i] = i < n ? '/' : '\0';
+    }
+    return KEEL_OK;
+}
+
 int artifact_export_append(const char *dir, const char *conversation_id, const json_t *artifact,
                            struct keel_error *err)
 {
@@ -75,9 +94,8 @@ int artifact_export_append(const char *dir, const char *conversation_id, const j
         return keel_error_set(err, KEEL_EINVAL, "artifacts_dir", "no export directory");
     if (strlen(dir) >= 4096)
         return keel_error_set(err, KEEL_EINVAL, "artifacts_dir", "is longer than 4095 bytes");
-    if (mkdir(dir, 0700) && errno != EEXIST)
-        return keel_error_set(err, KEEL_EIO, "artifacts_dir", "cannot create %s: %s", dir,
-                              strerror(errno));
+    if ((rc = make_dirs(dir, err)))
+        return rc;
     artifact_export_name(conversation_id, name, sizeof(name));
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     keel_buf_init(&line, ARTIFACT_JSON_MAX + 2);
@@ -102,4 +120,15 @@ int artifact_export_append(const char *dir, const char *conversation_id, const j
                             strerror(errno));
     keel_buf_release(&line);
     return rc;
+}
+
+int artifact_export_remove(const char *dir, const char *conversation_id)
+{
+    char name[ARTIFACT_FILE_MAX], path[4096 + ARTIFACT_FILE_MAX];
+
+    if (!dir || !*dir || strlen(dir) >= 4096)
+        return KEEL_OK;
+    artifact_export_name(conversation_id, name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return unlink(path) && errno != ENOENT ? KEEL_EIO : KEEL_OK;
 }

@@ -847,14 +847,19 @@ START_TEST(test_export_append)
     ck_assert_str_eq(err.field, "artifacts_dir");
     ck_assert_int_ne(access(target, F_OK), 0);
     unlink(path);
-    /* a directory that cannot be made */
-    snprintf(path, sizeof(path), "%s/missing/deeper", dir);
+    /* a directory that cannot be made: a file is in the way */
+    artifact_export_name("../escape", line, sizeof(line));
+    snprintf(path, sizeof(path), "%s/%s/deeper", sub, line);
     keel_error_clear(&err);
     ck_assert_int_eq(artifact_export_append(path, "c", a, &err), KEEL_EIO);
+    ck_assert_ptr_nonnull(strstr(err.message, "cannot create"));
     ck_assert_int_eq(artifact_export_append("", "c", a, &err), KEEL_EINVAL);
-    artifact_export_name("../escape", line, sizeof(line));
+    /* removing a conversation's export; a missing one is no error */
+    ck_assert_int_eq(artifact_export_remove(sub, "../escape"), KEEL_OK);
     snprintf(path, sizeof(path), "%s/%s", sub, line);
-    unlink(path);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    ck_assert_int_eq(artifact_export_remove(sub, "../escape"), KEEL_OK);
+    ck_assert_int_eq(artifact_export_remove(NULL, "x"), KEEL_OK);
     rmdir(sub);
     unit_temp_dir_remove(dir);
     json_decref(a);
