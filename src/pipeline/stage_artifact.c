@@ -190,6 +190,21 @@ static int build(struct turn *t, const struct artifact_gate_result *gate, struct
         json_decref(art);
         art = NULL;
     }
+    if (!rc) {   /* publish stores it as one text of at most ARTIFACT_JSON_MAX bytes */
+        long failures = keel_alloc_failures();
+        char *text = dump(art);
+        if (!text && keel_alloc_failures() != failures) {
+            rc = oom(err);
+            goto out;
+        }
+        if (!text) {
+            rc = keel_error_set(&why, KEEL_EINVAL, "too_large", "the artifact is over %u bytes",
+                                ARTIFACT_JSON_MAX);
+            json_decref(art);
+            art = NULL;
+        }
+        keel_free(text);
+    }
     if (rc) {   /* fail closed: the plain answer goes out */
         keel_log(KEEL_LOG_WARN, "artifact.failed",
                  json_pack("{s:s, s:s, s:s, s:s}", "correlation_id", t->correlation_id, "type",
