@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (artifact_render(artifact, &md) != KEEL_OK)
         abort();
     keel_buf_release(&md);
-    facts = artifact_distill(&conf, artifact);
+    facts = artifact_distill(&conf, artifact, NULL);
     if (!facts || json_array_size(facts) > parts(artifact) ||
         (!strcmp(json_string_value(json_object_get(artifact, "type")), "plan") &&
          json_array_size(facts)))

@@ -188,12 +188,14 @@ int artifact_render(const json_t *artifact, struct keel_buf *out);
 /* ---- facts (distill.c) ----------------------------------------------------- */
 
 /* The facts of a valid artifact, as a new array of {id, store, topic,
- * fact, source, confidence, tags[], evidence_snippet}: each cited claim
- * of a research brief, each item of a doc extract that has a section or
- * a page — never anything of a plan or of extra_sections, never an
- * uncited claim. `pack` names the tag. Empty when the contract writes no
- * facts. NULL when out of memory. */
-json_t *artifact_distill(const struct artifact_conf *conf, const json_t *artifact);
+ * fact, source, confidence, domain, tags[], evidence_snippet}: each cited
+ * claim of a research brief, each item of a doc extract that has a
+ * section or a page — never anything of a plan or of extra_sections,
+ * never an uncited claim. `domain` is the turn's topic class ("science")
+ * or NULL (then the pack's name); the tags are the pack and the contract.
+ * Empty when the contract writes no facts. NULL when out of memory. */
+json_t *artifact_distill(const struct artifact_conf *conf, const json_t *artifact,
+                         const char *domain);
 
 /* ---- the JSONL export (export.c) ------------------------------------------- */
 

@@ -11,8 +11,9 @@
  *   plan            nothing, ever: plans are advice, not facts
  *
  * Nothing of extra_sections is read. Each fact goes to the contract's
- * store (facts.store: verified | researched) with its confidence;
- * without facts.store the contract writes no facts.
+ * store (facts.store: verified | researched) with its confidence and
+ * domain (the turn's topic class, else the pack); without facts.store
+ * the contract writes no facts.
  */
 #include <stdio.h>
 #include <string.h>
@@ -34,7 +35,8 @@ static json_t *snippet(const char *text)
 
 static int add_fact(json_t *facts, const struct artifact_conf *conf,
                     const struct artifact_contract_conf *cc, const json_t *artifact,
-                    const char *topic, const char *fact, const char *source, const char *evidence)
+                    const char *domain, const char *topic, const char *fact, const char *source,
+                    const char *evidence)
 {
     const char *id = str(artifact, "id");
     char fid[96];
@@ -42,14 +44,16 @@ static int add_fact(json_t *facts, const struct artifact_conf *conf,
     snprintf(fid, sizeof(fid), "fact_%s_%zu", !strncmp(id, "art_", 4) ? id + 4 : id,
              json_array_size(facts) + 1);
     return json_array_append_new(
-        facts, json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:[s,s], s:o}", "id", fid, "store",
+        facts, json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:s, s:[s,s], s:o}", "id", fid, "store",
                          cc->fact_store, "topic", topic, "fact", fact, "source", source,
-                         "confidence", cc->fact_confidence, "tags", conf->pack->name,
+                         "confidence", cc->fact_confidence, "domain",
+                         domain && *domain ? domain : conf->pack->name, "tags", conf->pack->name,
                          str(artifact, "type"), "evidence_snippet", snippet(evidence)));
 }
 
 static int from_brief(json_t *facts, const struct artifact_conf *conf,
-                      const struct artifact_contract_conf *cc, const json_t *artifact)
+                      const struct artifact_contract_conf *cc, const json_t *artifact,
+                      const char *domain)
 {
     const json_t *content = json_object_get(artifact, "content"), *claim, *s;
     const char *topic = str(content, "question");
@@ -67,7 +71,7 @@ static int from_brief(json_t *facts, const struct artifact_conf *conf,
                 source = s;
         if (!source)
             continue;   /* the validator refuses this; never trust it here */
-        bad |= add_fact(facts, conf, cc, artifact, topic, str(claim, "text"),
+        bad |= add_fact(facts, conf, cc, artifact, domain, topic, str(claim, "text"),
                         str(source, "url") ? str(source, "url") : str(source, "title"),
                         str(source, "snippet") ? str(source, "snippet") : str(claim, "text"));
     }
@@ -75,7 +79,8 @@ static int from_brief(json_t *facts, const struct artifact_conf *conf,
 }
 
 static int from_extract(json_t *facts, const struct artifact_conf *conf,
-                        const struct artifact_contract_conf *cc, const json_t *artifact)
+                        const struct artifact_contract_conf *cc, const json_t *artifact,
+                        const char *domain)
 {
     const json_t *content = json_object_get(artifact, "content"), *item, *d;
     const char *topic = str(content, "question");
@@ -97,13 +102,14 @@ static int from_extract(json_t *facts, const struct artifact_conf *conf,
             snprintf(source, sizeof(source), "%.700s \u00a7 %.700s", doc, section);
         else
             snprintf(source, sizeof(source), "%.700s, p. %lld", doc, (long long)page);
-        bad |= add_fact(facts, conf, cc, artifact, topic, str(item, "text"), source,
+        bad |= add_fact(facts, conf, cc, artifact, domain, topic, str(item, "text"), source,
                         str(item, "text"));
     }
     return bad;
 }
 
-json_t *artifact_distill(const struct artifact_conf *conf, const json_t *artifact)
+json_t *artifact_distill(const struct artifact_conf *conf, const json_t *artifact,
+                         const char *domain)
 {
     int type = artifact_type_from_name(str(artifact, "type"));
     const struct artifact_contract_conf *cc;
@@ -116,9 +122,9 @@ json_t *artifact_distill(const struct artifact_conf *conf, const json_t *artifac
     if (!cc->fact_store || type == ARTIFACT_PLAN)
         return facts;   /* a plan never writes facts, whatever the pack says */
     if (type == ARTIFACT_RESEARCH_BRIEF)
-        bad = from_brief(facts, conf, cc, artifact);
+        bad = from_brief(facts, conf, cc, artifact, domain);
     else
-        bad = from_extract(facts, conf, cc, artifact);
+        bad = from_extract(facts, conf, cc, artifact, domain);
     if (bad) {
         json_decref(facts);
         return NULL;

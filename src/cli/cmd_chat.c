@@ -128,6 +128,14 @@ static void print_text(const json_t *result, int answer)
             printf(" (%s)", where);
         printf("\n");
     }
+    if (json_is_object(json_object_get(result, "artifact"))) {   /* docs/artifacts.md */
+        const json_t *a = json_object_get(result, "artifact");
+        printf("\nArtifact: %s \u201c%s\u201d (%s, %lld fact(s))\n",
+               json_string_value(json_object_get(a, "type")),
+               json_string_value(json_object_get(a, "title")),
+               json_string_value(json_object_get(a, "id")),
+               (long long)json_integer_value(json_object_get(a, "facts")));
+    }
     printf("\n");
 }
 

@@ -220,7 +220,8 @@ static int build(struct turn *t, const struct artifact_gate_result *gate, struct
     }
     t->artifact = art;
     art = NULL;
-    if (!(t->facts = artifact_distill(&t->pl->artifacts, t->artifact)) ||
+    if (!(t->facts = artifact_distill(&t->pl->artifacts, t->artifact,
+                                      policy_topic_class_name(t->pl->policy, &t->decision))) ||
         decision(t, gate, "built", NULL) ||
         turn_emit(t, "info", "artifact.built",
                   json_pack("{s:O, s:O, s:O, s:I}", "id", json_object_get(t->artifact, "id"),
@@ -312,6 +313,7 @@ int artifact_record(struct turn *t, struct artifact_write *w)
             .fact = json_string_value(json_object_get(f, "fact")),
             .source = json_string_value(json_object_get(f, "source")),
             .confidence = json_number_value(json_object_get(f, "confidence")),
+            .domain = json_string_value(json_object_get(f, "domain")),
             .tags_json = w->tags[i],
             .evidence_snippet = json_string_value(json_object_get(f, "evidence_snippet"))};
         w->art.n_facts = i + 1;

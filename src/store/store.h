@@ -185,6 +185,7 @@ struct store_fact {
     const char *fact;
     const char *source;
     double confidence;            /* 0..1 */
+    const char *domain;           /* "science", a pack's name */
     const char *tags_json;        /* array of strings */
     const char *evidence_snippet;
 };
@@ -456,7 +457,7 @@ int store_artifacts_list(struct store *store, const char *conversation_id, const
 int store_artifact_get(struct store *store, const char *id, json_t **out, struct keel_error *err);
 
 /* Facts, newest first, as a new array of {id, artifact_id,
- * conversation_id, store, topic, fact, source, confidence, tags,
+ * conversation_id, store, topic, fact, source, confidence, domain, tags,
  * evidence_snippet, created_ms}. */
 int store_facts_list(struct store *store, const struct store_fact_query *query, json_t **out,
                      struct keel_error *err);

@@ -54,6 +54,7 @@ int store_artifact_check(const struct store_artifact *a, struct keel_error *err)
             (rc = check_string(f->topic, 4096, "artifact.facts.topic", err)) ||
             (rc = check_string(f->fact, 8192, "artifact.facts.fact", err)) ||
             (rc = check_string(f->source, 4096, "artifact.facts.source", err)) ||
+            (rc = check_string(f->domain, 128, "artifact.facts.domain", err)) ||
             (rc = check_string(f->evidence_snippet, 4096, "artifact.facts.evidence_snippet",
                                err)) ||
             (rc = check_json(f->tags_json, 1, "artifact.facts.tags", err)))

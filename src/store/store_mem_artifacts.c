@@ -78,10 +78,11 @@ int mem_artifacts_prepare(struct mem_artifacts **ap, const struct store_turn_rec
         const struct store_fact *f = &art->facts[i];
         if (json_array_append_new(
                 next->facts,
-                json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:s, s:s, s:I}", "id", f->id,
+                json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:s, s:s, s:s, s:I}", "id", f->id,
                           "artifact_id", art->id, "conversation_id", rec->conversation_id,
                           "store", f->store, "topic", f->topic, "fact", f->fact, "source",
-                          f->source, "confidence", f->confidence, "tags", f->tags_json,
+                          f->source, "confidence", f->confidence, "domain", f->domain,
+                          "tags", f->tags_json,
                           "evidence_snippet", f->evidence_snippet, "created_ms",
                           (json_int_t)rec->ts_ms)))
             goto fail;

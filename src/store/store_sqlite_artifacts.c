@@ -47,6 +47,7 @@ int sqlite_artifact_write(struct sqlite_store *st, const struct store_turn_recor
         BIND_TEXT(stmt, 9, f->tags_json);
         BIND_TEXT(stmt, 10, f->evidence_snippet);
         sqlite3_bind_int64(stmt, 11, rec->ts_ms);
+        BIND_TEXT(stmt, 12, f->domain);
         rc = sqlite3_step(stmt);
         sqlite_stmt_done(stmt);
         if ((rc & 0xff) == SQLITE_CONSTRAINT)
@@ -119,7 +120,7 @@ static json_t *fact_row(sqlite3_stmt *stmt)
 
     if (!tags)
         return NULL;
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:o, s:s, s:I}", "id",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:o, s:s, s:I, s:s}", "id",
                      (const char *)sqlite3_column_text(stmt, 0), "artifact_id",
                      (const char *)sqlite3_column_text(stmt, 1), "conversation_id",
                      (const char *)sqlite3_column_text(stmt, 2), "store",
@@ -129,7 +130,8 @@ static json_t *fact_row(sqlite3_stmt *stmt)
                      (const char *)sqlite3_column_text(stmt, 6), "confidence",
                      sqlite3_column_double(stmt, 7), "tags", tags, "evidence_snippet",
                      (const char *)sqlite3_column_text(stmt, 9), "created_ms",
-                     (json_int_t)sqlite3_column_int64(stmt, 10));
+                     (json_int_t)sqlite3_column_int64(stmt, 10), "domain",
+                     (const char *)sqlite3_column_text(stmt, 11));
 }
 
 static int collect_facts(struct sqlite_store *st, const struct store_fact_query *q, json_t **out,

@@ -192,6 +192,7 @@ const struct migration sqlite_migrations[] = {
         " fact TEXT NOT NULL,"
         " source TEXT NOT NULL,"
         " confidence REAL NOT NULL,"
+        " domain TEXT NOT NULL,"
         " tags TEXT NOT NULL,"
         " evidence_snippet TEXT NOT NULL,"
         " created_at INTEGER NOT NULL);"
@@ -348,8 +349,8 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
     [ST_ART_INSERT] = "INSERT INTO artifacts (id, conversation_id, turn_seq, type, title, body,"
                       " created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [ST_FACT_INSERT] = "INSERT INTO facts (id, artifact_id, conversation_id, store, topic, fact,"
-                       " source, confidence, tags, evidence_snippet, created_at)"
-                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                       " source, confidence, tags, evidence_snippet, created_at, domain)"
+                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     /* The newest ?3 of a conversation (of type ?2 unless NULL). */
     [ST_ART_LIST] = "SELECT id, type, title, turn_seq, created_at, body FROM artifacts"
                     " WHERE conversation_id = ?1 AND (?2 IS NULL OR type = ?2)"
@@ -357,7 +358,7 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
     [ST_ART_GET] = "SELECT id, type, title, turn_seq, created_at, body, conversation_id"
                    " FROM artifacts WHERE id = ?1",
     [ST_FACTS_LIST] = "SELECT id, artifact_id, conversation_id, store, topic, fact, source,"
-                      " confidence, tags, evidence_snippet, created_at FROM facts"
+                      " confidence, tags, evidence_snippet, created_at, domain FROM facts"
                       " WHERE (?1 IS NULL OR conversation_id IN"
                       "        (SELECT id FROM conversations WHERE owner = ?1))"
                       " AND (?2 IS NULL OR store = ?2)"

@@ -40,6 +40,10 @@ test_artifacts_chat_json_and_export() {
     [ ! -e k2.artifacts ] || fail "none made a directory"
     run sh -c "printf '%s\n' '$BRIEF' | '$KEEL' chat --pack scholar --db k2.db --json --artifacts-dir out/arts"
     [ "$(ls out/arts | wc -l)" -eq 1 ] || fail "no export in out/arts"
+    # the text output names it
+    run sh -c "printf '%s\n' '$BRIEF' | '$KEEL' chat --pack scholar --db mem:"
+    expect_out 'Artifact: research_brief'
+    expect_out 'fact(s))'
 }
 
 test_artifacts_fail_closed_and_plans() {
@@ -106,7 +110,8 @@ test_artifacts_over_http() {
     expect_code 200
     expect_json '.data | length' "$n"
     expect_json '[.data[].artifact_id] | unique' "[\"$id\"]"
-    expect_json '.data[0] | keys' '["artifact_id","confidence","conversation_id","created_ms","evidence_snippet","fact","id","source","store","tags","topic"]'
+    expect_json '.data[0] | keys' '["artifact_id","confidence","conversation_id","created_ms","domain","evidence_snippet","fact","id","source","store","tags","topic"]'
+    expect_json '.data[0].domain' '"science"'
     auth_get "$alice" '/v1/facts?store=verified'
     expect_json '.data' '[]'
     auth_get "$alice" '/v1/facts?limit=1&offset=1'

@@ -711,7 +711,7 @@ START_TEST(test_distill_brief_cited_only)
     json_t *a = parse(valid_brief), *facts, *fact;
 
     fixture_open(&f);
-    facts = artifact_distill(&f.conf, a);
+    facts = artifact_distill(&f.conf, a, "science");
     /* three claims, one uncited; the Method section's "Naps always help
      * everyone." is never a fact */
     ck_assert_uint_eq(json_array_size(facts), 2);
@@ -724,6 +724,7 @@ START_TEST(test_distill_brief_cited_only)
     ck_assert_str_eq(json_string_value(json_object_get(fact, "evidence_snippet")),
                      "Naps help memory. More.");
     ck_assert(json_real_value(json_object_get(fact, "confidence")) == 0.6);
+    ck_assert_str_eq(json_string_value(json_object_get(fact, "domain")), "science");
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(fact, "tags"), 1)),
                      "research_brief");
     fact = json_array_get(facts, 1);
@@ -745,7 +746,7 @@ START_TEST(test_distill_extract_and_plan)
     json_t *a = parse(valid_extract), *facts;
 
     fixture_open(&f);
-    facts = artifact_distill(&f.conf, a);
+    facts = artifact_distill(&f.conf, a, NULL);
     /* the item without a section or page is left out */
     ck_assert_uint_eq(json_array_size(facts), 2);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(facts, 0), "source")),
@@ -754,11 +755,12 @@ START_TEST(test_distill_extract_and_plan)
                      "corpus/b.md, p. 4");
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(facts, 1), "store")),
                      "verified");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(facts, 1), "domain")), "t");
     json_decref(facts);
     json_decref(a);
     /* the pack gives plans a fact store: still nothing */
     a = parse(valid_plan);
-    facts = artifact_distill(&f.conf, a);
+    facts = artifact_distill(&f.conf, a, NULL);
     ck_assert_uint_eq(json_array_size(facts), 0);
     json_decref(facts);
     json_decref(a);

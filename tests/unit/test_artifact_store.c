@@ -70,9 +70,9 @@ static const char *const brief_body =
 
 static struct store_fact brief_facts[] = {
     {"fact_A_1", "researched", "naps and memory", "Naps help recall.", "https://example.org/1",
-     0.6, "[\"scholar\",\"research_brief\"]", "Naps help recall. More."},
+     0.6, "science", "[\"scholar\",\"research_brief\"]", "Naps help recall. More."},
     {"fact_A_2", "researched", "naps and memory", "Slow waves fall with age.", "Age paper", 0.6,
-     "[\"scholar\",\"research_brief\"]", "Slow waves fall with age."},
+     "science", "[\"scholar\",\"research_brief\"]", "Slow waves fall with age."},
 };
 
 /* Saves turn `seq` of `conv` (owner `owner`) with `art` (may be NULL). */
@@ -213,6 +213,7 @@ START_TEST(test_store_fact_filters)
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(json_array_get(f, 0), "tags"), 1)),
                      "research_brief");
     ck_assert(json_real_value(json_object_get(json_array_get(f, 0), "confidence")) == 0.6);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(f, 0), "domain")), "science");
     json_decref(f);
     f = facts(store, (struct store_fact_query){.store = "verified"});
     ck_assert_uint_eq(json_array_size(f), 0);
