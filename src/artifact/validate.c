@@ -40,7 +40,7 @@ static int check_object(const struct contract_field *fields, const json_t *obj, 
         const struct contract_field *f = fields;
         while (f->name && strcmp(f->name, key))
             f++;
-        keel_json_path_key(field, sizeof(field), path, key);
+        keel_json_path_key(field, sizeof(field), path, *key ? key : "\"\"");   /* "" named */
         if (!f->name)
             return keel_error_set(err, KEEL_EINVAL, field, "is not a field of the contract");
     }

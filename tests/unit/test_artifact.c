@@ -200,6 +200,7 @@ END_TEST
 START_TEST(test_validate_unknown_keys)
 {
     expect_invalid(with(valid_brief, "extra", json_true()), "extra");
+    expect_invalid(parse("{\"\": 1}"), "\"\"");   /* an empty key is named too */
     expect_invalid(with(valid_brief, "content.notes", json_string("x")), "content.notes");
     expect_invalid(with(valid_brief, "content.claims.0.confidence", json_real(0.5)),
                    "content.claims[0].confidence");
