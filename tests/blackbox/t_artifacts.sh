@@ -206,11 +206,12 @@ test_artifacts_survive_kill_9() {
         printf '%s\nfind papers on graph neural networks and give an overview with citations\n' "$BRIEF" >> msgs
         i=$((i + 1))
     done
+    : > out.jsonl
     "$KEEL" chat --pack scholar --db c.db --json < msgs > out.jsonl 2> err.txt &
     pid=$!
     bg_track "$pid"
     j=0
-    while [ "$(wc -l < out.jsonl)" -lt 5 ] && [ "$j" -lt 200 ]; do sleep 0.05; j=$((j + 1)); done
+    while [ "$(wc -l < out.jsonl)" -lt 5 ] && [ "$j" -lt 400 ]; do sleep 0.05; j=$((j + 1)); done
     kill -9 "$pid"
     wait "$pid" 2>/dev/null || true
     turns=$(sqlite3 c.db 'SELECT count(*) FROM turns')
