@@ -4,7 +4,9 @@
 # lists and fetches artifacts and facts over HTTP with keys (another
 # user's are absent, viewers read, share links read only), deletes them
 # with their conversation, keeps hostile conversation ids inside the
-# export directory, and a kill -9 leaves no artifact without its turn.
+# export directory, replays a turn's artifact from the store after a
+# restart (the same done event), and a kill -9 leaves no artifact without
+# its turn.
 
 BRIEF='find recent papers on sleep and memory and summarize the evidence with citations'
 
@@ -227,4 +229,25 @@ test_artifacts_survive_kill_9() {
     lines=$(cat c.artifacts/*.jsonl | wc -l)
     arts=$(sqlite3 c.db 'SELECT count(*) FROM artifacts')
     [ "$lines" -le "$arts" ] && [ "$lines" -ge $((arts - 1)) ] || fail "export $lines, store $arts"
+}
+
+test_artifacts_replayed_from_the_store() {
+    serve_start "$TMP/replay.db"
+    post '/v1/chat?wait=1' "{\"message\": \"$BRIEF\"}"
+    expect_code 200
+    expect_json '.artifact | keys' '["facts","id","title","type"]'
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    live=$(printf '%s' "$OUT" | jq -c .artifact)
+    curl -s -N --max-time 20 "$URL/v1/stream/$cid" > "$TMP/live.txt"
+    serve_stop
+    # after a restart the turn comes from the store: the same artifact, the same bytes
+    serve_start "$TMP/replay.db"
+    get "/v1/responses/$cid"
+    expect_json '.result.artifact' "$live"
+    curl -s -N --max-time 20 "$URL/v1/stream/$cid" > "$TMP/replay.txt"
+    cmp -s "$TMP/live.txt" "$TMP/replay.txt" ||
+        fail "replay differs: $(diff "$TMP/live.txt" "$TMP/replay.txt" | head -n 10)"
+    grep -A1 '^event: done$' "$TMP/replay.txt" | grep -q '"artifact":{[^}]*"id":"art_' ||
+        fail "no artifact in the replayed done event"
+    serve_stop
 }
