@@ -157,15 +157,20 @@ struct artifact_envelope {
     const json_t *chunks;        /* [{n, document_id, title?, source?, section?, page?,
                                   *   text}] or NULL */
     const char *method;          /* what ran ("search_papers “sleep” 2022–2026"), or NULL */
+    int grounded;                /* the answer comes from sources or a model, not only from
+                                  * the pack's fixed texts */
+    int cited_only;              /* an extractive answer: only its lines citing a source [n]
+                                  * are content (the rest are the pack's fixed texts) */
 };
 
 /* Builds an artifact of `type` from `env` into *out (a new object of
  * the contract's shape, validated). Fails closed: too few sources, an
- * empty document, too few steps or a result the validator refuses are
- * KEEL_EINVAL with err->field the reason code ("too_few_sources",
- * "empty_document", "too_few_steps", "no_claims", "invalid") and a
- * message for people; KEEL_ENOMEM when out of memory. Nothing is
- * returned on failure. */
+ * empty document, an answer with nothing to plan from, too few steps or
+ * a result the validator refuses are KEEL_EINVAL with err->field the
+ * reason code ("too_few_sources", "empty_document", "no_content",
+ * "too_few_steps", "no_claims", "no_question", "invalid") and a message
+ * for people; KEEL_ENOMEM when out of memory. Nothing is returned on
+ * failure. */
 int artifact_build(const struct artifact_conf *conf, int type, const struct artifact_envelope *env,
                    json_t **out, struct keel_error *err);
 

@@ -10,7 +10,10 @@
  *                    chunk is an item with the chunk's document and
  *                    section; without such lines, each chunk's opening
  *                    sentences
- *   planning         (plan) the answer's sentences are the steps
+ *   planning         (plan) the answer's sentences are the steps — of an
+ *                    extractive answer only those of lines citing a
+ *                    source; never an answer made of the pack's fixed
+ *                    texts alone ("I answer from the sources I can …")
  *
  * They fail closed: fewer sources than min_sources, no document text,
  * fewer steps than min_steps, no claim, or anything the validator
@@ -246,8 +249,16 @@ static int plan_content(const struct artifact_contract_conf *cc,
     size_t len;
     int bad = !steps || !piece;
 
+    if (!env->grounded) {
+        keel_free(piece);
+        json_decref(steps);
+        return keel_error_set(err, KEEL_EINVAL, "no_content",
+                              "the answer holds no sources and no model's text to plan from");
+    }
     for (; !bad && (l = artifact_next_line(l, &len)); l += len + (l[len] != 0)) {
         size_t n = artifact_clean(l, len, piece), at = 0;
+        if (env->cited_only && !piece->n_cites)
+            continue;   /* a fixed text of the pack, not a source's */
         while (!bad && at < n && (int)json_array_size(steps) < cc->max_items) {
             size_t s = artifact_sentence(piece->text + at, n - at);
             char step[CONTRACT_TEXT_MAX];

@@ -157,6 +157,9 @@ static int build(struct turn *t, const struct artifact_gate_result *gate, struct
     struct keel_buf method, markdown;
     char question[STATE_TEXT_MAX], id[KEEL_ID_MAX + 8];
     json_t *sources = json_array(), *chunks = json_array(), *art = NULL;
+    const json_t *by_model = json_object_get(t->model_log, "answer");
+    int model = by_model && json_is_string(json_object_get(by_model, "status")) &&
+                !strcmp(json_string_value(json_object_get(by_model, "status")), "ok");
     int rc = KEEL_OK;
 
     keel_buf_init(&method, 2000);
@@ -177,7 +180,10 @@ static int build(struct turn *t, const struct artifact_gate_result *gate, struct
     env = (struct artifact_envelope){
         .id = id, .conversation_id = t->conversation_id, .correlation_id = t->correlation_id,
         .turn = t->seq, .now_ms = t->now, .question = question, .answer = t->answer.data,
-        .sources = sources, .chunks = chunks, .method = method.len ? method.data : NULL};
+        .sources = sources, .chunks = chunks, .method = method.len ? method.data : NULL,
+        /* the model phrased it, or the extractive answer cites sources */
+        .grounded = model || json_array_size(t->sources) > 0,
+        .cited_only = !model};
     rc = artifact_build(&t->pl->artifacts, gate->type, &env, &art, &why);
     if (rc == KEEL_ENOMEM) {
         rc = oom(err);

@@ -487,7 +487,8 @@ END_TEST
 static struct artifact_envelope envelope(const char *answer, json_t *sources, json_t *chunks)
 {
     return (struct artifact_envelope){"art_T1", "conv_1", "turn_T1", 2, T0, "how do naps help memory",
-                                      answer, sources, chunks, "search_papers \u201cnaps\u201d"};
+                                      answer, sources, chunks, "search_papers \u201cnaps\u201d",
+                                      1, 0};
 }
 
 static json_t *papers(int n)
@@ -663,10 +664,30 @@ START_TEST(test_build_plan)
                      "Send the appeal form by mail.");
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(steps, 2), "n")), 3);
     json_decref(a);
-    env.answer = "I can't access your records.";
+    /* an extractive answer: only the lines citing a source are steps */
+    env.cited_only = 1;
+    env.answer = "Our materials only partly cover this, so please check with your plan.\n"
+                 "Read the denial letter first. Then call the plan within a week. [1]\n"
+                 "Send the appeal form by mail. [2]\n";
+    keel_error_clear(&err);
+    ck_assert_int_eq(artifact_build(&f.conf, ARTIFACT_PLAN, &env, &a, &err), KEEL_OK);
+    steps = json_object_get(json_object_get(a, "content"), "steps");
+    ck_assert_uint_eq(json_array_size(steps), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(steps, 0), "action")),
+                     "Read the denial letter first.");
+    json_decref(a);
+    a = NULL;
+    env.answer = "I can't access your records. [1]";
     keel_error_clear(&err);
     ck_assert_int_eq(artifact_build(&f.conf, ARTIFACT_PLAN, &env, &a, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "too_few_steps");
+    /* the pack's fixed texts alone are nothing to plan from */
+    env.grounded = 0;
+    env.answer = "I answer from the sources I can search. Ask me to find something, for example this.";
+    keel_error_clear(&err);
+    ck_assert_int_eq(artifact_build(&f.conf, ARTIFACT_PLAN, &env, &a, &err), KEEL_EINVAL);
+    ck_assert_str_eq(err.field, "no_content");
+    ck_assert_ptr_null(a);
     fixture_close(&f);
 }
 END_TEST
