@@ -37,7 +37,7 @@ ALL_LDFLAGS := $(SANFLAGS) $(LDFLAGS)
 LIBS      := $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC   := $(sort $(wildcard src/core/*.c src/pack/*.c src/text/*.c src/policy/*.c src/replay/*.c \
-                               src/store/*.c src/ingest/*.c src/pipeline/*.c src/providers/*.c src/llm/*.c src/memory/*.c \
+                               src/store/*.c src/ingest/*.c src/pipeline/*.c src/providers/*.c src/llm/*.c src/memory/*.c src/artifact/*.c \
                                src/server/*.c))
 CLI_SRC   := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC  := $(sort $(wildcard tests/unit/*.c) tests/fake/fake_http.c)

@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "core/alloc.h"
+#include "artifact/artifact.h"
 #include "core/clock.h"
 #include "pipeline/pipeline.h"
 
@@ -39,12 +40,12 @@ static void chat_usage(FILE *out)
             "usage: keel chat [--pack NAME] [--db FILE] [--conversation ID] [--role ROLE]\n"
             "                 [--json] [--now TIME] [--providers LIST]\n"
             "                 [--llm-url URL --llm-model NAME [--llm-key-env VAR]]\n"
-            "                 [--user NAME] [--websearch-url URL]\n\n"
+            "                 [--user NAME] [--websearch-url URL] [--artifacts-dir DIR|none]\n\n"
             "Talk to keel. On a terminal: type a message, see progress and the answer with its\n"
             "sources; :quit or Ctrl-D leaves. Otherwise one message per line is read from\n"
             "standard input and each answer printed (--json: one JSON object per turn with\n"
             "answer, sources, decision, stage, clarification, tools_called, tool_args,\n"
-            "active_scenario, and providers when remote paper providers were asked).\n"
+            "active_scenario, artifact, and providers when remote paper providers were asked).\n"
             "The pack's sample data (its pipeline.sample papers or corpus) is ingested when the\n"
             "store has no papers or no documents yet.\n\n"
             "  --pack NAME          scholar (default), payer, … (a folder of the packs directory)\n"
@@ -70,6 +71,9 @@ static void chat_usage(FILE *out)
             "                       handlers.websearch.url, or $KEEL_WEBSEARCH_URL; none: off)\n"
             "stop, end, quit or exit answers with a closing line and ends the chat; reset\n"
             "starts a new conversation (assistant pack).\n"
+            "  --artifacts-dir DIR  where each conversation's artifacts are appended as JSON\n"
+            "                       lines (default: beside the store, keel.db → keel.artifacts;\n"
+            "                       none: no export; the store always keeps them)\n"
             "KEEL_DEBUG_TRACE=1 shows every technical event on standard error.\n");
 }
 
@@ -133,6 +137,14 @@ static void print_text(const json_t *result, int answer)
             printf(" (%s)", where);
         printf("\n");
     }
+    if (json_is_object(json_object_get(result, "artifact"))) {   /* docs/artifacts.md */
+        const json_t *a = json_object_get(result, "artifact");
+        printf("\nArtifact: %s \u201c%s\u201d (%s, %lld fact(s))\n",
+               json_string_value(json_object_get(a, "type")),
+               json_string_value(json_object_get(a, "title")),
+               json_string_value(json_object_get(a, "id")),
+               (long long)json_integer_value(json_object_get(a, "facts")));
+    }
     printf("\n");
 }
 
@@ -158,6 +170,12 @@ static void print_json(const json_t *result)
         json_object_set_new(line, "closing", json_true());
     if (line && json_is_true(json_object_get(result, "reset")))
         json_object_set_new(line, "reset", json_true());
+    if (line && (json_object_set(line, "artifact", json_object_get(result, "artifact")) ||
+                 (json_object_get(result, "artifact_gate") &&
+                  json_object_set(line, "artifact_gate", json_object_get(result, "artifact_gate"))))) {
+        json_decref(line);
+        line = NULL;
+    }
     char *text = line ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 
     if (text)
@@ -290,9 +308,15 @@ static int chat_loop(struct chat *chat)
 
 static int chat_open(struct chat *chat, const char *db, const char *pack, const char *providers,
                      const struct llm_options *llm, const char *websearch_url,
-                     struct keel_error *err)
+                     const char *artifacts_dir, struct keel_error *err)
 {
+    char dir[4096];
     struct pipeline_options options = {NULL, pack, NULL, NULL, providers, *llm, websearch_url};
+
+    if (!artifacts_dir)   /* beside the store: keel.db → keel.artifacts/ */
+        artifact_export_default_dir(cli_db_location(db), dir, sizeof(dir));
+    else
+        snprintf(dir, sizeof(dir), "%s", strcmp(artifacts_dir, "none") ? artifacts_dir : "");
     long ingested = 0;
     int rc;
 
@@ -300,6 +324,7 @@ static int chat_open(struct chat *chat, const char *db, const char *pack, const 
         return rc;
     options.store = chat->store;
     if ((rc = pipeline_new(&options, &chat->pl, err)) ||
+        (rc = pipeline_set_artifacts_dir(chat->pl, dir, err)) ||
         (rc = pipeline_check_role(chat->pl, chat->role, err)))
         return rc;
     if ((rc = pipeline_ingest_sample(chat->pl, &ingested, err)))
@@ -323,9 +348,11 @@ int cmd_chat(int argc, char **argv)
         {"llm-key-env", required_argument, NULL, 'K'},
         {"user", required_argument, NULL, 'u'},
         {"websearch-url", required_argument, NULL, 'W'},
+        {"artifacts-dir", required_argument, NULL, 'A'},
         {NULL, 0, NULL, 0},
     };
     struct llm_options llm = {NULL, NULL, NULL};
+    const char *artifacts_dir = NULL;
     struct chat chat;
     const char *db = NULL, *pack = "scholar", *now = NULL, *trace = getenv("KEEL_DEBUG_TRACE");
     const char *providers = NULL, *websearch_url = NULL;
@@ -349,6 +376,7 @@ int cmd_chat(int argc, char **argv)
         case 'K': llm.key_env = optarg; break;
         case 'u': chat.user = optarg; break;
         case 'W': websearch_url = optarg; break;
+        case 'A': artifacts_dir = optarg; break;
         case 'h': chat_usage(stdout); return 0;
         case ':':
             fprintf(stderr, "keel: chat: %s needs a value\n\n", argv[optind - 1]);
@@ -372,7 +400,7 @@ int cmd_chat(int argc, char **argv)
     }
     chat.interactive = isatty(0);
     chat.trace = trace && !strcmp(trace, "1");
-    rc = chat_open(&chat, db, pack, providers, &llm, websearch_url, &err);
+    rc = chat_open(&chat, db, pack, providers, &llm, websearch_url, artifacts_dir, &err);
     if (!rc && chat.conversation[0]) {   /* fail early on an unknown id */
         struct store_conversation conv;
         if (!(rc = store_load_conversation(chat.store, chat.conversation, &conv, &err))) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "artifact/artifact.h"
 #include "cli/cli.h"
 #include "server/server.h"
 
@@ -15,7 +16,7 @@ static void serve_usage(FILE *out)
             "usage: keel serve [--listen HOST:PORT] [--db FILE] [--workers N] [--packs LIST]\n"
             "                  [--auth keys|none] [--providers LIST] [--port-file FILE]\n"
             "                  [--llm-url URL --llm-model NAME [--llm-key-env VAR]]\n"
-            "                  [--websearch-url URL]\n\n"
+            "                  [--websearch-url URL] [--artifacts-dir DIR|none]\n\n"
             "Serves the HTTP API (POST /v1/chat, GET /v1/responses/ID, GET /v1/stream/ID, …)\n"
             "and the web page at /. Turns run on worker threads; SIGTERM or Ctrl-C stops\n"
             "accepting, finishes the accepted turns, then exits. Each pack's sample data is\n"
@@ -36,7 +37,10 @@ static void serve_usage(FILE *out)
             "                       tool, as for keel chat\n"
             "  --rate N             requests per second per key, twice that at once\n"
             "                       (default 20; over it: 429 with Retry-After)\n"
-            "  --port-file FILE     write the bound port to FILE once listening\n");
+            "  --port-file FILE     write the bound port to FILE once listening\n"
+            "  --artifacts-dir DIR  where each conversation's artifacts are appended as JSON\n"
+            "                       lines (default: beside the store, keel.db → keel.artifacts;\n"
+            "                       none: no export; the store always keeps them)\n");
 }
 
 int cmd_serve(int argc, char **argv)
@@ -51,10 +55,12 @@ int cmd_serve(int argc, char **argv)
         {"llm-model", required_argument, NULL, 'M'},
         {"llm-key-env", required_argument, NULL, 'K'},
         {"websearch-url", required_argument, NULL, 'W'},
+        {"artifacts-dir", required_argument, NULL, 'A'},
         {NULL, 0, NULL, 0},
     };
     struct server_options o;
-    const char *db = NULL;
+    const char *db = NULL, *artifacts_dir = NULL;
+    char dir[4096];
     struct keel_error err;
     int opt;
 
@@ -89,6 +95,7 @@ int cmd_serve(int argc, char **argv)
         case 'M': o.llm.model = optarg; break;
         case 'K': o.llm.key_env = optarg; break;
         case 'W': o.websearch_url = optarg; break;
+        case 'A': artifacts_dir = optarg; break;
         case 'R': {
             char *end;
             long n = strtol(optarg, &end, 10);
@@ -115,6 +122,11 @@ int cmd_serve(int argc, char **argv)
         return 2;
     }
     o.db = cli_db_location(db);
+    if (!artifacts_dir)   /* beside the store: keel.db → keel.artifacts/ */
+        artifact_export_default_dir(o.db, dir, sizeof(dir));
+    else
+        snprintf(dir, sizeof(dir), "%s", strcmp(artifacts_dir, "none") ? artifacts_dir : "");
+    o.artifacts_dir = dir;
     keel_error_clear(&err);
     if (server_run(&o, &err)) {
         cli_report(&err);

@@ -129,6 +129,27 @@ static int open_memory(struct pipeline *pl, struct keel_error *err)
                        err);
 }
 
+/* The pack's `artifacts:` section (seed 001). */
+static int open_artifacts(struct pipeline *pl, struct keel_error *err)
+{
+    const char *routes[POLICY_ROUTE_COUNT];
+
+    for (int i = 0; i < POLICY_ROUTE_COUNT; i++)
+        routes[i] = policy_route_name((enum policy_route)i);
+    return artifact_conf_load(pl->pack, routes, POLICY_ROUTE_COUNT, &pl->artifacts, err);
+}
+
+int pipeline_set_artifacts_dir(struct pipeline *pl, const char *dir, struct keel_error *err)
+{
+    char *copy = NULL;
+
+    if (dir && *dir && !(copy = keel_strdup(dir)))
+        return keel_error_set(err, KEEL_ENOMEM, "artifacts_dir", "out of memory");
+    keel_free(pl->artifacts_dir);
+    pl->artifacts_dir = copy;
+    return KEEL_OK;
+}
+
 int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
                  struct keel_error *err)
 {
@@ -155,7 +176,7 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
         return rc;
     }
     pl->store = options->store;
-    if ((rc = open_memory(pl, err))) {
+    if ((rc = open_memory(pl, err)) || (rc = open_artifacts(pl, err))) {
         pipeline_free(pl);
         return rc;
     }
@@ -189,6 +210,8 @@ void pipeline_free(struct pipeline *pl)
     handlers_free(pl->handlers);
     websearch_free(pl->websearch);
     memory_free(pl->memory);
+    artifact_conf_release(&pl->artifacts);
+    keel_free(pl->artifacts_dir);
     llm_free(pl->embedder);
     llm_free(pl->llm);
     config_release(&pl->cfg);
@@ -364,6 +387,9 @@ static void turn_release(struct turn *t)
     json_decref(t->model_log);
     json_decref(t->model_runs);
     memory_decision_free(t->memory_decision);
+    json_decref(t->artifact_gate);
+    json_decref(t->artifact);
+    json_decref(t->facts);
     keel_free(t->proposal_text);
 }
 
@@ -381,8 +407,21 @@ static json_t *result_json(struct turn *t)
         json_decref(bp);
         return NULL;
     }
+    json_t *artifact = t->artifact
+        ? json_pack("{s:O, s:O, s:O, s:I, s:b}", "id", json_object_get(t->artifact, "id"), "type",
+                    json_object_get(t->artifact, "type"), "title",
+                    json_object_get(t->artifact, "title"), "facts",
+                    (json_int_t)json_array_size(t->facts), "exported", t->artifact_exported)
+        : json_null();
+
+    if (!artifact) {
+        json_decref(decision);
+        json_decref(state);
+        json_decref(bp);
+        return NULL;
+    }
     return json_pack("{s:s,s:i,s:s,s:s,s:O,s:o,s:s,s:s,s:s?,s:s,s:s,s:O,s:O,s:o,s:O,s:O,s:o,"
-                     "s:O*, s:O*, s:b, s:O*}",
+                     "s:O*, s:O*, s:b, s:O*, s:o, s:O*}",
                      "conversation_id", t->conversation_id, "turn", t->seq, "correlation_id",
                      t->correlation_id, "answer", t->answer.data, "sources", t->sources,
                      "decision", decision, "stage", t->state.stage, "stage_before",
@@ -392,7 +431,8 @@ static json_t *result_json(struct turn *t)
                      t->tool_args, "state", state, "events", t->events, "deltas", t->deltas,
                      "blueprint", bp, "providers", t->provider_reports, "model", t->model_log,
                      "streamed", t->streamed, "memory",
-                     t->memory_decision ? memory_decision_json(t->memory_decision) : NULL);
+                     t->memory_decision ? memory_decision_json(t->memory_decision) : NULL,
+                     "artifact", artifact, "artifact_gate", t->artifact_gate);
 }
 
 int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **result,

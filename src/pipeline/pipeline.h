@@ -87,6 +87,11 @@ struct pipeline;
 int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
                  struct keel_error *err);
 
+/* Sets the directory where each conversation's artifacts are appended
+ * as JSON lines after their turn commits (docs/artifacts.md); NULL or
+ * "": no export (the default). KEEL_ENOMEM leaves the old setting. */
+int pipeline_set_artifacts_dir(struct pipeline *pl, const char *dir, struct keel_error *err);
+
 /* Frees a pipeline (not its store). NULL is a no-op. */
 void pipeline_free(struct pipeline *pl);
 
@@ -119,7 +124,9 @@ int pipeline_ingest_sample(struct pipeline *pl, long *ingested, struct keel_erro
  *    without one), streamed (the answer went out through on_token),
  *    closing (true when a close command answered: the client may end
  *    the conversation), reset (true when a reset command answered: the
- *    client may start a new conversation)}
+ *    client may start a new conversation),
+ *    artifact ({id, type, title, facts, exported} or null), artifact_gate
+ *    (the intent gate's decision, or absent when the pack has none)}
  * and the turn is stored. Bad input (empty, too long or invalid UTF-8
  * message, unknown role, unknown conversation id or one of another pack)
  * is KEEL_EINVAL / KEEL_ENOTFOUND naming the field, and changes nothing.

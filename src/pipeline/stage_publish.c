@@ -14,6 +14,9 @@
  *                                    policy names a transition
  *   stage_transitions_done           … and the stage is now its target
  *
+ * The artifact stage's artifact and facts go into the same transaction;
+ * the artifact's JSONL export line is appended after the commit.
+ *
  * Publish emits its end event before writing, so the stored events are
  * complete; if the write fails nothing of the turn exists. A turn during
  * which any allocation failed is refused (KEEL_ENOMEM) before the write:
@@ -92,6 +95,7 @@ static char *dump(const json_t *value)
 int stage_publish(struct turn *t, struct keel_error *err)
 {
     struct store_turn_record rec;
+    struct artifact_write aw = {0};
     struct counters c = {.n = 0};
     const json_t *state, *decision;
     json_t *log = NULL;
@@ -111,7 +115,9 @@ int stage_publish(struct turn *t, struct keel_error *err)
         goto out;
     state = t->state_json = state_to_json(&t->state, &t->pl->cfg);   /* the result reuses it */
     decision = t->decision_json;
-    if (t->provider_reports || t->model_log || t->memory_decision) {
+    if (t->ended && artifact_note_skipped(t))
+        goto out;
+    if (t->provider_reports || t->model_log || t->memory_decision || t->artifact_gate) {
         /* The decision log adds what each paper provider, the model and
          * memory admission did; the decide event keeps the decision as it
          * was made. */
@@ -119,7 +125,8 @@ int stage_publish(struct turn *t, struct keel_error *err)
             (t->provider_reports && json_object_set(log, "providers", t->provider_reports)) ||
             (t->model_log && json_object_set(log, "model", t->model_log)) ||
             (t->memory_decision &&
-             json_object_set(log, "memory", (json_t *)memory_decision_json(t->memory_decision))))
+             json_object_set(log, "memory", (json_t *)memory_decision_json(t->memory_decision))) ||
+            (t->artifact_gate && json_object_set(log, "artifact", t->artifact_gate)))
             goto out;
         decision = log;
     }
@@ -172,14 +179,20 @@ int stage_publish(struct turn *t, struct keel_error *err)
         t->pending.user, t->pending.key, t->pending.remove ? NULL : t->pending.value,
         t->pending.kind, t->conversation_id, t->now};
     rec.personal = t->pending.active ? &personal : NULL;
+    if (artifact_record(t, &aw))
+        goto out;
+    rec.artifact = aw.has ? &aw.art : NULL;
     rc = store_save_turn(t->pl->store, &rec, err);
     if (!rc && t->memory_decision)
         memory_commit(t->pl->memory, t->memory_decision);
+    if (!rc)
+        artifact_export(t);   /* after the commit: the store is the source of truth */
 out:
     if (rc == KEEL_ENOMEM && !err->code)
         keel_error_set(err, KEEL_ENOMEM, "publish", "out of memory");
     for (int i = 0; i < 7; i++)
         keel_free(texts[i]);
+    artifact_write_release(&aw);
     keel_free(user);
     json_decref(log);
     return rc;

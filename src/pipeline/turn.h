@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "artifact/artifact.h"
 #include "core/buf.h"
 #include "core/id.h"
 #include "pipeline/config.h"
@@ -32,6 +33,8 @@ struct pipeline {
     struct llm *embedder;              /* memory's /v1/embeddings model, or NULL: hashed (owned) */
     struct handlers *handlers;         /* the pack's route handlers (handlers.h), or NULL (owned) */
     struct websearch *websearch;       /* the web-search provider, or NULL (owned) */
+    struct artifact_conf artifacts;    /* the pack's artifacts section (seed 001) */
+    char *artifacts_dir;               /* the JSONL export, or NULL (owned) */
     int trace;                         /* KEEL_DEBUG_TRACE=1, read once */
     char pack_dir[4200];
 };
@@ -97,6 +100,12 @@ struct turn {
     char *proposal_text;               /* owned: the text of the model's proposal reply */
     int streamed;                      /* the answer went out through on_token as it was written */
 
+    /* artifact (stage_artifact.c) */
+    json_t *artifact_gate;             /* the gate's decision (decision log), or NULL */
+    json_t *artifact;                  /* the artifact built, or NULL */
+    json_t *facts;                     /* its facts, or NULL */
+    int artifact_exported;             /* the export line was written after the commit */
+
     /* remember */
     struct memory_decision *memory_decision;   /* stored by publish with the turn; or NULL */
 
@@ -131,6 +140,26 @@ int stage_compose(struct turn *t, struct keel_error *err);
 int stage_artifact(struct turn *t, struct keel_error *err);
 int stage_remember(struct turn *t, struct keel_error *err);
 int stage_publish(struct turn *t, struct keel_error *err);
+
+/* The artifact's part of publish (stage_artifact.c). artifact_note_skipped
+ * records the gate's "clarification" decision for a turn that ended before
+ * the artifact stage. artifact_record fills `w` with the artifact and its
+ * facts for the turn's store record (w->art NULL-free: w->has is 0 when
+ * the turn has none); KEEL_ENOMEM when out of memory. artifact_export
+ * appends the artifact to the conversation's JSONL file after the turn
+ * committed; a failure is logged, never returned: the store is the
+ * source of truth. */
+struct artifact_write {
+    int has;
+    struct store_artifact art;
+    struct store_fact facts[ARTIFACT_FACTS_MAX];
+    char *body;
+    char *tags[ARTIFACT_FACTS_MAX];
+};
+int artifact_note_skipped(struct turn *t);
+int artifact_record(struct turn *t, struct artifact_write *w);
+void artifact_write_release(struct artifact_write *w);
+void artifact_export(struct turn *t);
 
 /* The model's part of a turn (model.c). Each does nothing without a
  * model. model_propose (resolve, before the policy's tools run) offers

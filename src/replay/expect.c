@@ -125,6 +125,11 @@ static const struct expect_key pipeline_keys[] = {
     {"events_order", "events", LIST, NULL, 0, STARTS},
     {"blueprint_subquestions", "blueprint.subquestions", EQUAL, NULL, T_INT, SIZE},
     {"blueprint_paths", "blueprint.subquestions", LIST, NULL, 0, PATHS},
+    /* seed 001's artifacts: the type built (null: none), the gate's
+     * reason (or a failed build's), how many facts were distilled */
+    {"artifact", "artifact.type", EQUAL, NULL, T_STRING | T_NULL, AS_IS},
+    {"artifact_reason", "artifact_gate.reason", EQUAL, NULL, T_STRING, AS_IS},
+    {"facts", "artifact.facts", EQUAL, NULL, T_INT, AS_IS},
     {NULL, NULL, EQUAL, NULL, 0, AS_IS},
 };
 

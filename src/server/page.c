@@ -3,7 +3,8 @@
  * JavaScript, no build step. It lists the packs (GET /v1/models), sends a
  * message (POST /v1/chat), follows the turn's stream (GET /v1/stream/…)
  * showing the stage lines as they come, the answer as it arrives, then
- * the sources; the conversation goes on until "New conversation". When
+ * the sources, and a turn's artifact (seed 001) as a fold that fetches
+ * its markdown; the conversation goes on until "New conversation". When
  * the server wants API keys (401), the page asks for one, keeps it for
  * the browser session, sends it as a Bearer header, and passes it to the
  * stream as ?access_token= (EventSource cannot send headers).
@@ -29,6 +30,9 @@ const char server_page[] =
     ".answer{background:#fff;padding:10px 12px;border-radius:8px;white-space:pre-wrap;"
     "border:1px solid #e2e5ea}\n"
     ".sources{font-size:13px;margin:6px 2px}\n"
+    ".artifact{font-size:13px;margin:6px 2px}\n"
+    ".artifact pre{white-space:pre-wrap;background:#fff;border:1px solid #e2e5ea;padding:8px;"
+    "border-radius:6px;font:13px/1.4 ui-monospace,monospace}\n"
     ".error{color:#a30000}\n"
     "form{position:fixed;bottom:0;left:0;right:0;background:#fff;border-top:1px solid #e2e5ea;"
     "padding:10px}\n"
@@ -79,6 +83,21 @@ const char server_page[] =
     "  }\n"
     "  box.appendChild(list);\n"
     "}\n"
+    "function showArtifact(box, a) {\n"
+    "  if (!a) return;\n"
+    "  const d = el('details', 'artifact'), pre = el('pre');\n"
+    "  d.appendChild(el('summary', null, a.type.replace('_', ' ') + ': ' + a.title + ' (' +"
+    " a.facts + ' facts)'));\n"
+    "  d.appendChild(pre);\n"
+    "  d.addEventListener('toggle', async () => {\n"
+    "    if (!d.open || d.dataset.loaded) return;\n"
+    "    const r = await fetch('/v1/artifacts/' + encodeURIComponent(a.id), { headers: headers() });\n"
+    "    const j = await r.json();\n"
+    "    pre.textContent = r.ok ? j.markdown : (j.error ? j.error.message : 'error ' + r.status);\n"
+    "    d.dataset.loaded = '1';\n"
+    "  });\n"
+    "  box.appendChild(d);\n"
+    "}\n"
     "async function send(text) {\n"
     "  const turn = el('div', 'turn');\n"
     "  turn.appendChild(el('div', 'user', text));\n"
@@ -106,6 +125,7 @@ const char server_page[] =
     "    es.addEventListener('done', (e) => { const d = JSON.parse(e.data);"
     " answer.hidden = false; answer.textContent = d.answer; showSources(turn, d.sources);"
     " turn.dataset.done = '1'; es.close(); resolve(); });\n"
+    "    es.addEventListener('done', (e) => showArtifact(turn, JSON.parse(e.data).artifact));\n"
     "    es.addEventListener('error', (e) => { if (e.data) { const d = JSON.parse(e.data);"
     " turn.appendChild(el('div', 'error', d.message)); } es.close(); resolve(); });\n"
     "  });\n"

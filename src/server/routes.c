@@ -336,12 +336,16 @@ void route_request(struct evhttp_request *req, void *arg)
     struct principal who;
 
     http_path(req, path, sizeof(path));
+    if (route_artifacts_shared(srv, req, path, get))
+        return;
     if (tail_id(path, "/v1/shared/", id, sizeof(id)) && get) {
         route_shared(srv, req, id);
         return;
     }
     if (!strncmp(path, "/v1/", 4) &&
         !authenticate(srv, req, !strncmp(path, "/v1/stream/", 11), &who))
+        return;
+    if (route_artifacts(srv, req, path, get, &who))
         return;
     if (!strcmp(path, "/") || !strcmp(path, "/index.html")) {
         if (get)

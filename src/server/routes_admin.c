@@ -10,6 +10,7 @@
 #include "core/alloc.h"
 #include "core/id.h"
 #include "core/json.h"
+#include "artifact/artifact.h"
 #include "server/server_int.h"
 
 /* ---- conversations -------------------------------------------------------- */
@@ -99,6 +100,7 @@ void route_conversations_delete(struct server *srv, struct evhttp_request *req, 
     /* Nothing of it is served any more: not from the bus, not as a name. */
     bus_forget_conversation(srv->bus, id);
     server_pending_forget(id);
+    artifact_export_remove(srv->opt.artifacts_dir, id);   /* its JSONL export too */
     http_log(req, 204, NULL);
     evhttp_send_reply(req, 204, "No Content", NULL);
 }

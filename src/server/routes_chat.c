@@ -334,6 +334,7 @@ static json_t *summary_from_store(const json_t *turn)
     const json_t *decision = json_object_get(turn, "decision");
     const json_t *state = json_object_get(turn, "state");
     json_t *tools = json_array(), *e, *result, *summary;
+    const json_t *artifact = NULL;
     const char *kind = NULL;
     size_t i;
 
@@ -346,6 +347,8 @@ static json_t *summary_from_store(const json_t *turn)
             kind = json_string_value(json_object_get(extra, "kind"));
         if (!strcmp(stage, "resolve") && json_object_get(extra, "args") && tools)
             json_array_append(tools, json_object_get(extra, "tool"));
+        if (!strcmp(stage, "artifact") && json_object_get(extra, "id"))
+            artifact = extra;   /* the artifact.built event */
     }
     /* The stored turn in the shape of a pipeline result, summarised by
      * the one function that summarises live results. */
@@ -361,6 +364,8 @@ static json_t *summary_from_store(const json_t *turn)
                            : json_null(),
                        "kind", kind, "tools_called", tools ? tools : json_array(), "state", state,
                        "providers", json_object_get(decision, "providers"));
+    if (result && artifact)
+        json_object_set(result, "artifact", (json_t *)artifact);
     summary = result ? server_result_summary(result) : NULL;
     json_decref(result);
     return summary;

@@ -28,6 +28,7 @@ struct server_options {
     struct llm_options llm;    /* the model, as for keel chat; unset: each pack's and KEEL_LLM_* */
     const char *websearch_url; /* web search, as for keel chat; NULL: each pack's and
                                 * KEEL_WEBSEARCH_URL */
+    const char *artifacts_dir; /* the artifacts' JSONL export; NULL or "": none */
 };
 
 /* Runs the server until SIGTERM or SIGINT: then it stops accepting,

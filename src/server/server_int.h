@@ -147,6 +147,14 @@ void route_memory_add(struct server *srv, struct evhttp_request *req,
 void route_memory_search(struct server *srv, struct evhttp_request *req);
 void route_memory_decisions(struct server *srv, struct evhttp_request *req);
 
+/* Artifacts and facts (routes_artifacts.c): each returns 1 when `path`
+ * is one of its routes (answered, 405 included), else 0. The shared one
+ * runs before authentication: a share token is its own key. */
+int route_artifacts(struct server *srv, struct evhttp_request *req, const char *path, int get,
+                    const struct principal *who);
+int route_artifacts_shared(struct server *srv, struct evhttp_request *req, const char *path,
+                           int get);
+
 void route_share(struct server *srv, struct evhttp_request *req, const char *id,
                  const struct principal *who);
 void route_shared(struct server *srv, struct evhttp_request *req, const char *token);

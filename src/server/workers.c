@@ -115,9 +115,18 @@ static void publish_tokens(struct bus *bus, const char *cid, const char *answer)
 json_t *server_result_summary(const json_t *result)
 {
     const json_t *decision = json_object_get(result, "decision");
+    const json_t *a = json_object_get(result, "artifact");
+    /* What the stored turn also says (its artifact event), so a summary
+     * replayed from the store is the same. */
+    json_t *artifact = json_is_object(a)
+                           ? json_pack("{s:O, s:O, s:O, s:O}", "id", json_object_get(a, "id"),
+                                       "type", json_object_get(a, "type"), "title",
+                                       json_object_get(a, "title"), "facts",
+                                       json_object_get(a, "facts"))
+                           : json_null();
 
     return json_pack("{s:O, s:O, s:O, s:O, s:O, s:{s:O, s:O, s:O, s:O}, s:O, s:O, s:O?, s:O,"
-                     " s:O, s:O*, s:n}",
+                     " s:O, s:O*, s:n, s:o}",
                      "correlation_id", json_object_get(result, "correlation_id"),
                      "conversation_id", json_object_get(result, "conversation_id"), "turn",
                      json_object_get(result, "turn"), "answer", json_object_get(result, "answer"),
@@ -131,7 +140,8 @@ json_t *server_result_summary(const json_t *result)
                      json_object_get(result, "kind"), "tools_called",
                      json_object_get(result, "tools_called"), "state",
                      json_object_get(result, "state"), "providers",
-                     json_object_get(result, "providers"), "active_scenario");
+                     json_object_get(result, "providers"), "active_scenario", "artifact",
+                     artifact);
 }
 
 static void run_job(struct worker *w, struct job *job)
@@ -228,7 +238,8 @@ int workers_start(struct server *srv, struct keel_error *err)
             struct pipeline_options o = {srv->opt.packs_dir, srv->packs[p], w->store, NULL,
                                          srv->opt.providers, srv->opt.llm,
                                          srv->opt.websearch_url};
-            if ((rc = pipeline_new(&o, &w->pl[p], err)))
+            if ((rc = pipeline_new(&o, &w->pl[p], err)) ||
+                (rc = pipeline_set_artifacts_dir(w->pl[p], srv->opt.artifacts_dir, err)))
                 return rc;
         }
     }

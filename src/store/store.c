@@ -181,6 +181,8 @@ int store_save_turn(struct store *store, const struct store_turn_record *rec,
         return rc;
     if (rec->personal && (rc = store_personal_check(rec->personal, err)))
         return rc;
+    if (rec->artifact && (rc = store_artifact_check(rec->artifact, err)))
+        return rc;
     return store->ops->save_turn(store, rec, err);
 }
 

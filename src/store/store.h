@@ -194,6 +194,42 @@ struct store_personal_change {
     int64_t ts_ms;
 };
 
+/* One fact distilled from an artifact (seed 001), for the verified or
+ * the researched fact store. JSON fields are text. */
+struct store_fact {
+    const char *id;
+    const char *store;            /* verified | researched */
+    const char *topic;
+    const char *fact;
+    const char *source;
+    double confidence;            /* 0..1 */
+    const char *domain;           /* "science", a pack's name */
+    const char *tags_json;        /* array of strings */
+    const char *evidence_snippet;
+};
+
+/* A turn's artifact and its facts, written in the turn's transaction
+ * (the conversation, turn and time are the record's). */
+struct store_artifact {
+    const char *id;               /* "art_…" */
+    const char *type;             /* research_brief | doc_extract | plan */
+    const char *title;
+    const char *body_json;        /* the whole artifact */
+    const struct store_fact *facts;
+    size_t n_facts;
+};
+
+/* Which facts store_facts_list returns: every filter may be NULL. */
+struct store_fact_query {
+    const char *owner;            /* facts of this user's conversations; NULL: all */
+    const char *store;            /* verified | researched */
+    const char *conversation_id;
+    const char *artifact_id;
+    const char *text;             /* a substring of topic or fact (ASCII case folded) */
+    int limit;                    /* 1..STORE_LIMIT_MAX */
+    int offset;
+};
+
 /* Everything one turn writes, in one transaction. `seq` is the turn's
  * number in its conversation, from 1; it must be the stored turn count
  * plus one (seq 1 creates the conversation), else the save is a conflict
@@ -228,6 +264,7 @@ struct store_turn_record {
     size_t n_metrics;
     const struct store_memory_change *memory;   /* the remember stage's decision, or NULL */
     const struct store_personal_change *personal;   /* a personal fact set or removed, or NULL */
+    const struct store_artifact *artifact;      /* the artifact stage's artifact, or NULL */
 };
 
 /* Called by memory_sync for each change to the active runs, in order:
@@ -287,6 +324,12 @@ struct store_ops {
     int (*personal_list)(struct store *store, const char *user, json_t **out,
                          struct keel_error *err);
     int (*personal_stats)(struct store *store, json_t **out, struct keel_error *err);
+    int (*artifacts_list)(struct store *store, const char *conversation_id, const char *type,
+                          int last, json_t **out, struct keel_error *err);
+    int (*artifact_get)(struct store *store, const char *id, json_t **out,
+                        struct keel_error *err);
+    int (*facts_list)(struct store *store, const struct store_fact_query *query, json_t **out,
+                      struct keel_error *err);
 };
 
 /* Every backend's struct starts with this. */
@@ -435,6 +478,31 @@ int store_personal_stats(struct store *store, json_t **out, struct keel_error *e
  * their caps, a value (when set) of 1..STORE_PERSONAL_VALUE_MAX bytes.
  * KEEL_EINVAL names the field ("personal.key"). */
 int store_personal_check(const struct store_personal_change *change, struct keel_error *err);
+/* Artifacts and facts (seed 001; migration 9; store_artifacts.c). */
+
+/* The artifacts of conversation `conversation_id` in turn order, each as
+ * {id, type, title, turn, created_ms, artifact} with the artifact as
+ * stored; only those of `type` when it is not NULL, only the last `last`
+ * when it is above 0 (1..STORE_LIMIT_MAX; 0: all, at most
+ * STORE_LIMIT_MAX). A new array; empty for a conversation without any. */
+int store_artifacts_list(struct store *store, const char *conversation_id, const char *type,
+                         int last, json_t **out, struct keel_error *err);
+
+/* The artifact `id` as {id, type, title, conversation_id, turn,
+ * created_ms, artifact, facts: [...]}; KEEL_ENOTFOUND (field
+ * "artifact_id") when there is none. */
+int store_artifact_get(struct store *store, const char *id, json_t **out, struct keel_error *err);
+
+/* Facts, newest first, as a new array of {id, artifact_id,
+ * conversation_id, store, topic, fact, source, confidence, domain, tags,
+ * evidence_snippet, created_ms}. */
+int store_facts_list(struct store *store, const struct store_fact_query *query, json_t **out,
+                     struct keel_error *err);
+
+/* Checks a turn record's artifact before a backend writes it: type,
+ * ids, JSON texts, fact stores and confidences (KEEL_EINVAL naming
+ * "artifact.…"). */
+int store_artifact_check(const struct store_artifact *artifact, struct keel_error *err);
 
 /* Frees what a conversation owns. */
 void store_conversation_release(struct store_conversation *conv);

@@ -61,6 +61,7 @@ struct store_mem {
     json_t *shares;     /* hash -> conversation id */
     struct mem_memory *memory;        /* store_mem_memory.c; NULL until the first decision */
     json_t *personal;                 /* store_mem_personal.c; NULL until the first fact */
+    struct mem_artifacts *artifacts;  /* store_mem_artifacts.c; NULL until the first artifact */
 };
 
 /* The words of one search, from store_query_words(). Repeated words are
@@ -701,6 +702,7 @@ static void mem_close(struct store *store)
     keel_free(mem->docs);
     mem_conv_free(mem->conv);
     mem_memory_free(mem->memory);
+    mem_artifacts_free(mem->artifacts);
     json_decref(mem->keys);
     json_decref(mem->shares);
     json_decref(mem->personal);
@@ -845,16 +847,26 @@ static int mem_save_turn(struct store *store, const struct store_turn_record *re
                          struct keel_error *err)
 {
     struct store_mem *mem = (struct store_mem *)store;
-    int rc = rec->memory ? mem_memory_apply(&mem->memory, rec->memory, err) : KEEL_OK;
+    struct mem_artifacts next;
     json_t *facts = NULL;
+    int rc = mem_artifacts_prepare(&mem->artifacts, rec, &next, err);
 
-    /* The personal fact is built first and swapped in after the turn. */
+    /* The artifact and the personal fact are built first and swapped in
+     * after the turn. */
+    if (!rc && rec->memory)
+        rc = mem_memory_apply(&mem->memory, rec->memory, err);
     if (!rc && rec->personal)
         rc = mem_personal_prepare(&mem->personal, rec->personal, &facts, err);
-    if (!rc && (rc = mem_conv_save(&mem->conv, rec, err)))
+    if (!rc)
+        rc = mem_conv_save(&mem->conv, rec, err);
+    if (rc) {
+        mem_artifacts_discard(&next);
         json_decref(facts);
-    else if (!rc && facts)
-        mem_personal_commit(mem->personal, rec->personal->user, facts);
+    } else {
+        mem_artifacts_commit(mem->artifacts, &next);   /* cannot fail */
+        if (facts)
+            mem_personal_commit(mem->personal, rec->personal->user, facts);
+    }
     return rc;
 }
 
@@ -888,6 +900,8 @@ static int mem_delete_conversation(struct store *store, const char *id, struct k
     json_t *conv_id, *tmp;
     int rc = mem_conv_delete(mem->conv, id, err);
 
+    if (!rc)
+        mem_artifacts_delete(mem->artifacts, id);
     if (!rc)
         json_object_foreach_safe(mem->shares, tmp, hash, conv_id)
             if (!strcmp(json_string_value(conv_id), id))
@@ -942,6 +956,27 @@ static int mem_personal_stats_op(struct store *store, json_t **out, struct keel_
     return mem_personal_stats(((struct store_mem *)store)->personal, out, err);
 }
 
+static int mem_artifacts_list_op(struct store *store, const char *conversation_id,
+                                 const char *type, int last, json_t **out, struct keel_error *err)
+{
+    return mem_artifacts_list(((struct store_mem *)store)->artifacts, conversation_id, type, last,
+                              out, err);
+}
+
+static int mem_artifact_get_op(struct store *store, const char *id, json_t **out,
+                               struct keel_error *err)
+{
+    return mem_artifact_get(((struct store_mem *)store)->artifacts, id, out, err);
+}
+
+static int mem_facts_list_op(struct store *store, const struct store_fact_query *q, json_t **out,
+                             struct keel_error *err)
+{
+    struct store_mem *mem = (struct store_mem *)store;
+
+    return mem_facts_list(mem->artifacts, mem->conv, q, out, err);
+}
+
 static const struct store_ops mem_ops = {
     .name = "mem",
     .close = mem_close,
@@ -971,6 +1006,9 @@ static const struct store_ops mem_ops = {
     .memory_decisions = mem_memory_decisions_op,
     .personal_list = mem_personal_list_op,
     .personal_stats = mem_personal_stats_op,
+    .artifacts_list = mem_artifacts_list_op,
+    .artifact_get = mem_artifact_get_op,
+    .facts_list = mem_facts_list_op,
 };
 
 /* Opens an empty in-memory store into *out; close it with store_close(),

@@ -199,6 +199,8 @@ int mem_conv_save(struct mem_conversations **convp, const struct store_turn_reco
     }
     /* Replaced through an iterator: json_object_set_new may grow the
      * table (and fail) even for a key it has. */
+    /* Replaced through an iterator: json_object_set_new may rehash (and
+     * fail) before it finds the key it would replace. */
     json_object_iter_set_new(conv->by_id, json_object_iter_at(conv->by_id, rec->conversation_id),
                              c);
     json_decref(conv->metrics);

@@ -53,5 +53,25 @@ void mem_personal_commit(json_t *facts, const char *user, json_t *copy);
 int mem_personal_list(const json_t *facts, const char *user, json_t **out,
                       struct keel_error *err);
 int mem_personal_stats(const json_t *facts, json_t **out, struct keel_error *err);
+/* Artifacts and facts (store_mem_artifacts.c); `a` may be NULL (none
+ * yet). A save prepares `next` before the turn is written, then commits
+ * it (cannot fail) or discards it. */
+struct mem_artifacts {
+    json_t *artifacts;   /* oldest first: {id, type, title, conversation_id, turn, created_ms,
+                          * artifact} */
+    json_t *facts;       /* oldest first, as store_facts_list shows them */
+};
+void mem_artifacts_free(struct mem_artifacts *a);
+int mem_artifacts_prepare(struct mem_artifacts **a, const struct store_turn_record *rec,
+                          struct mem_artifacts *next, struct keel_error *err);
+void mem_artifacts_commit(struct mem_artifacts *a, struct mem_artifacts *next);
+void mem_artifacts_discard(struct mem_artifacts *next);
+void mem_artifacts_delete(struct mem_artifacts *a, const char *conversation_id);
+int mem_artifacts_list(const struct mem_artifacts *a, const char *conversation_id,
+                       const char *type, int last, json_t **out, struct keel_error *err);
+int mem_artifact_get(const struct mem_artifacts *a, const char *id, json_t **out,
+                     struct keel_error *err);
+int mem_facts_list(const struct mem_artifacts *a, const struct mem_conversations *conv,
+                   const struct store_fact_query *q, json_t **out, struct keel_error *err);
 
 #endif

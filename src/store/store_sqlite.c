@@ -991,6 +991,9 @@ static const struct store_ops sqlite_ops = {
     .memory_decisions = sqlite_memory_decisions,
     .personal_list = sqlite_personal_list,
     .personal_stats = sqlite_personal_stats,
+    .artifacts_list = sqlite_artifacts_list,
+    .artifact_get = sqlite_artifact_get,
+    .facts_list = sqlite_facts_list,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

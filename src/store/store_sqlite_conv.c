@@ -162,6 +162,7 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
     if ((rc = write_conversation(st, rec, err)) || (rc = write_turn(st, rec, err)) ||
         (rec->memory && (rc = sqlite_memory_write(st, rec->memory, err))) ||
         (rec->personal && (rc = sqlite_personal_write(st, rec->personal, err))) ||
+        (rec->artifact && (rc = sqlite_artifact_write(st, rec, err))) ||
         (rc = sqlite_tx_commit(st, "saving a turn", err)))
         sqlite_tx_rollback(st);
     return rc;
@@ -325,7 +326,8 @@ int sqlite_list_conversations(struct store *store, const char *owner, int limit,
 
 int sqlite_delete_conversation(struct store *store, const char *id, struct keel_error *err)
 {
-    static const enum stmt_id steps[] = {ST_CONV_DELETE_SHARES, ST_CONV_DELETE_DECISIONS,
+    static const enum stmt_id steps[] = {ST_CONV_DELETE_FACTS, ST_CONV_DELETE_ARTIFACTS,
+                                         ST_CONV_DELETE_SHARES, ST_CONV_DELETE_DECISIONS,
                                          ST_CONV_DELETE_MESSAGES, ST_CONV_DELETE_TURNS,
                                          ST_CONV_DELETE};
     struct sqlite_store *st = (struct sqlite_store *)store;

@@ -68,6 +68,13 @@ enum stmt_id {
     ST_MEM_SYNC,
     ST_MEM_GET,
     ST_MEM_DECISIONS,
+    ST_ART_INSERT,
+    ST_FACT_INSERT,
+    ST_ART_LIST,
+    ST_ART_GET,
+    ST_FACTS_LIST,
+    ST_CONV_DELETE_FACTS,
+    ST_CONV_DELETE_ARTIFACTS,
     ST_COUNT
 };
 
@@ -169,6 +176,16 @@ int sqlite_personal_write(struct sqlite_store *st, const struct store_personal_c
 int sqlite_personal_list(struct store *store, const char *user, json_t **out,
                          struct keel_error *err);
 int sqlite_personal_stats(struct store *store, json_t **out, struct keel_error *err);
+/* Artifacts and facts (store_sqlite_artifacts.c). write: a turn's
+ * artifact and facts inside the caller's transaction. */
+int sqlite_artifact_write(struct sqlite_store *st, const struct store_turn_record *rec,
+                          struct keel_error *err);
+int sqlite_artifacts_list(struct store *store, const char *conversation_id, const char *type,
+                          int last, json_t **out, struct keel_error *err);
+int sqlite_artifact_get(struct store *store, const char *id, json_t **out,
+                        struct keel_error *err);
+int sqlite_facts_list(struct store *store, const struct store_fact_query *query, json_t **out,
+                      struct keel_error *err);
 
 int sqlite_metrics_history(struct store *store, int aggregate_minutes, int limit, json_t **out,
                            struct keel_error *err);

@@ -170,6 +170,34 @@ const struct migration sqlite_migrations[] = {
         " judge TEXT NOT NULL,"
         " task TEXT NOT NULL,"
         " created_at INTEGER NOT NULL);"},
+    /* 9: artifacts (seed 001) and the facts distilled from them; both
+     * written in their turn's transaction. */
+    {9, "CREATE TABLE artifacts ("
+        " seq INTEGER PRIMARY KEY,"
+        " id TEXT NOT NULL UNIQUE,"
+        " conversation_id TEXT NOT NULL,"
+        " turn_seq INTEGER NOT NULL,"
+        " type TEXT NOT NULL CHECK (type IN ('research_brief', 'doc_extract', 'plan')),"
+        " title TEXT NOT NULL,"
+        " body TEXT NOT NULL,"
+        " created_at INTEGER NOT NULL);"
+        "CREATE INDEX artifacts_conversation ON artifacts(conversation_id, type, seq);"
+        "CREATE TABLE facts ("
+        " seq INTEGER PRIMARY KEY,"
+        " id TEXT NOT NULL UNIQUE,"
+        " artifact_id TEXT NOT NULL REFERENCES artifacts(id),"
+        " conversation_id TEXT NOT NULL,"
+        " store TEXT NOT NULL CHECK (store IN ('verified', 'researched')),"
+        " topic TEXT NOT NULL,"
+        " fact TEXT NOT NULL,"
+        " source TEXT NOT NULL,"
+        " confidence REAL NOT NULL,"
+        " domain TEXT NOT NULL,"
+        " tags TEXT NOT NULL,"
+        " evidence_snippet TEXT NOT NULL,"
+        " created_at INTEGER NOT NULL);"
+        "CREATE INDEX facts_conversation ON facts(conversation_id);"
+        "CREATE INDEX facts_artifact ON facts(artifact_id);"},
     /* 10: personal facts the assistant pack stores per user. */
     {10, "CREATE TABLE personal_facts ("
          " user TEXT NOT NULL,"
@@ -327,6 +355,30 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
     [ST_MEM_DECISIONS] = "SELECT seq, run_id, decision, target_run_id, reason, similarity, judge,"
                          " task, created_at FROM memory_decisions"
                          " ORDER BY seq DESC LIMIT ?1 OFFSET ?2",
+    /* Artifacts and facts (migration 9). */
+    [ST_ART_INSERT] = "INSERT INTO artifacts (id, conversation_id, turn_seq, type, title, body,"
+                      " created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_FACT_INSERT] = "INSERT INTO facts (id, artifact_id, conversation_id, store, topic, fact,"
+                       " source, confidence, tags, evidence_snippet, created_at, domain)"
+                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    /* The newest ?3 of a conversation (of type ?2 unless NULL). */
+    [ST_ART_LIST] = "SELECT id, type, title, turn_seq, created_at, body FROM artifacts"
+                    " WHERE conversation_id = ?1 AND (?2 IS NULL OR type = ?2)"
+                    " ORDER BY seq DESC LIMIT ?3",
+    [ST_ART_GET] = "SELECT id, type, title, turn_seq, created_at, body, conversation_id"
+                   " FROM artifacts WHERE id = ?1",
+    [ST_FACTS_LIST] = "SELECT id, artifact_id, conversation_id, store, topic, fact, source,"
+                      " confidence, tags, evidence_snippet, created_at, domain FROM facts"
+                      " WHERE (?1 IS NULL OR conversation_id IN"
+                      "        (SELECT id FROM conversations WHERE owner = ?1))"
+                      " AND (?2 IS NULL OR store = ?2)"
+                      " AND (?3 IS NULL OR conversation_id = ?3)"
+                      " AND (?4 IS NULL OR artifact_id = ?4)"
+                      " AND (?5 IS NULL OR instr(lower(topic), lower(?5)) > 0"
+                      "      OR instr(lower(fact), lower(?5)) > 0)"
+                      " ORDER BY seq DESC LIMIT ?6 OFFSET ?7",
+    [ST_CONV_DELETE_FACTS] = "DELETE FROM facts WHERE conversation_id = ?1",
+    [ST_CONV_DELETE_ARTIFACTS] = "DELETE FROM artifacts WHERE conversation_id = ?1",
     [ST_METRICS_HISTORY] =
         "SELECT period, name, sum(value) FROM"
         " (SELECT (minute / ?1) * ?1 AS period, name, value FROM metrics_minutes)"

@@ -3,7 +3,8 @@
 # tests/browser/package-lock.json and installed once with npm ci beside
 # the keel binary). Sends a message, sees the stage lines stream in and
 # the answer with its sources, then a second message in the same
-# conversation. Skipped when node, npm or chromium is absent.
+# conversation and a third that builds a research brief, whose markdown
+# the page fetches. Skipped when node, npm or chromium is absent.
 
 # Nonzero (with a message) when node, npm or chromium is missing; sets
 # $chromium.
@@ -29,8 +30,10 @@ test_browser_page_chats_and_streams() {
     expect_json '.answer | startswith("I found")' 'true'
     expect_json '(.sources | length) > 0' 'true'
     expect_json '.conversation | startswith("conv_")' 'true'
-    expect_json '.turns' '2'
+    expect_json '.turns' '3'
     expect_json '.same_conversation' 'true'
+    expect_json '.artifact_summary | startswith("research brief: ")' 'true'
+    expect_json '.artifact_markdown | startswith("# Research brief: ")' 'true'
 }
 
 test_browser_page_with_an_api_key() {
@@ -47,4 +50,5 @@ test_browser_page_with_an_api_key() {
     expect_json '.errors' '[]'
     expect_json '.answer | startswith("I found")' 'true'
     expect_json '.same_conversation' 'true'
+    expect_json '.artifact_markdown | startswith("# Research brief: ")' 'true'
 }

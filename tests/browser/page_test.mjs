@@ -1,6 +1,7 @@
 // Opens keel's web page in Debian's chromium (headless, driven by
 // playwright-core), sends a message and waits for the streamed stage lines
-// and the answer with its sources. With an API key argument, the server
+// and the answer with its sources, then asks for a research brief and
+// opens its artifact (seed 001). With an API key argument, the server
 // wants keys: the page must ask for one first.
 // Usage: node page_test.mjs URL [API_KEY]
 // Prints one JSON line with what the page showed; exits 1 on any error.
@@ -38,6 +39,17 @@ try {
   await page.click('#send');
   await page.waitForFunction(() => document.querySelectorAll('.turn[data-done="1"]').length === 2,
                              null, { timeout: 20000 });
+  // a cited synthesis builds a research brief: the page shows it and fetches its markdown
+  await page.fill('#msg', 'find recent papers on sleep and memory and summarize the evidence with citations');
+  await page.click('#send');
+  await page.waitForFunction(() => document.querySelectorAll('.turn[data-done="1"]').length === 3,
+                             null, { timeout: 20000 });
+  result.artifact_summary = await page.evaluate(
+    () => (document.querySelector('.turn:nth-child(3) details.artifact summary') || {}).textContent);
+  await page.click('.turn:nth-child(3) details.artifact summary');
+  await page.waitForSelector('.turn:nth-child(3) details.artifact[data-loaded="1"]', { timeout: 20000 });
+  result.artifact_markdown = await page.evaluate(
+    () => document.querySelector('.turn:nth-child(3) details.artifact pre').textContent);
   result.turns = await page.evaluate(() => document.querySelectorAll('.turn').length);
   result.same_conversation = (await page.evaluate(
     () => document.getElementById('conv').textContent)) === result.conversation;

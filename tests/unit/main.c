@@ -71,6 +71,7 @@ int main(void)
         suite_core, suite_clock, suite_yaml, suite_pack, suite_lexicon, suite_policy, suite_replay,
         suite_store, suite_store_conv, suite_ingest, suite_pipeline, suite_providers, suite_llm,
         suite_memory, suite_server, suite_assistant,
+        suite_memory, suite_server, suite_artifact, suite_artifact_store,
     };
     SRunner *runner = srunner_create(NULL);
     int failed;

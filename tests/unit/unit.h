@@ -44,5 +44,7 @@ Suite *suite_llm(void);
 Suite *suite_memory(void);
 Suite *suite_server(void);
 Suite *suite_assistant(void);
+Suite *suite_artifact(void);
+Suite *suite_artifact_store(void);
 
 #endif
