@@ -848,6 +848,13 @@ static int mem_save_turn(struct store *store, const struct store_turn_record *re
     return rc ? rc : mem_conv_save(&mem->conv, rec, err);
 }
 
+static int mem_scenario_set(struct store *store, const char *id, int64_t version,
+                            const char *scenario_json, struct keel_error *err)
+{
+    return mem_conv_scenario_set(((struct store_mem *)store)->conv, id, version, scenario_json,
+                                 err);
+}
+
 static int mem_metrics(struct store *store, json_t **out, struct keel_error *err)
 {
     return mem_conv_metrics(((struct store_mem *)store)->conv, out, err);
@@ -948,6 +955,7 @@ static const struct store_ops mem_ops = {
     .memory_sync = mem_memory_sync_op,
     .memory_get = mem_memory_get_op,
     .memory_decisions = mem_memory_decisions_op,
+    .scenario_set = mem_scenario_set,
 };
 
 /* Opens an empty in-memory store into *out; close it with store_close(),

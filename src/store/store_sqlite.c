@@ -989,6 +989,7 @@ static const struct store_ops sqlite_ops = {
     .memory_sync = sqlite_memory_sync,
     .memory_get = sqlite_memory_get,
     .memory_decisions = sqlite_memory_decisions,
+    .scenario_set = sqlite_scenario_set,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

@@ -68,6 +68,8 @@ enum stmt_id {
     ST_MEM_SYNC,
     ST_MEM_GET,
     ST_MEM_DECISIONS,
+    ST_SCENARIO_SET,
+    ST_SCENARIO_TURN,
     ST_COUNT
 };
 
@@ -164,5 +166,13 @@ int sqlite_memory_decisions(struct store *store, int limit, int offset, json_t *
 
 int sqlite_metrics_history(struct store *store, int aggregate_minutes, int limit, json_t **out,
                            struct keel_error *err);
+
+/* The active scenario (store_sqlite_scenario.c). turn_write: a turn's
+ * scenario inside the caller's transaction (after the turn row). set:
+ * the port's scenario_set, in a transaction of its own. */
+int sqlite_scenario_turn_write(struct sqlite_store *st, const struct store_turn_record *rec,
+                               struct keel_error *err);
+int sqlite_scenario_set(struct store *store, const char *id, int64_t version,
+                        const char *scenario_json, struct keel_error *err);
 
 #endif
