@@ -128,7 +128,8 @@ static void print_text(const json_t *result, int answer)
 
 static void print_json(const json_t *result)
 {
-    json_t *line = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:n,s:O*,s:O,s:O*,s:O*}",
+    json_t *line = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O*,s:O,s:O*,s:O*,"
+                             "s:O*}",
                              "conversation_id",
                              json_object_get(result, "conversation_id"), "turn",
                              json_object_get(result, "turn"), "answer",
@@ -140,10 +141,11 @@ static void print_json(const json_t *result)
                              json_object_get(result, "kind"), "tools_called",
                              json_object_get(result, "tools_called"), "state",
                              json_object_get(result, "state"), "active_scenario",
-                             "providers", json_object_get(result, "providers"), "tool_args",
+                             json_object_get(result, "active_scenario"), "providers", json_object_get(result, "providers"), "tool_args",
                              json_object_get(result, "tool_args"), "model",
                              json_object_get(result, "model"), "memory",
-                             json_object_get(result, "memory"));
+                             json_object_get(result, "memory"), "scenario_summary",
+                             json_object_get(result, "scenario_summary"));
     char *text = line ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 
     if (text)

@@ -106,7 +106,8 @@ static int governed(const struct turn *t, const char *name)
 static int run_call(struct turn *t, const struct tool_def *tool, const char *id, json_t *args,
                     json_t *entry)
 {
-    struct tool_env env = {t->pl->store, t->pl->web, &t->pl->cfg, t->pl->providers};
+    struct tool_env env = {t->pl->store, t->pl->web, &t->pl->cfg, t->pl->providers,
+                           &t->scenario};
     struct keel_error terr;
     json_t *out = NULL;
 

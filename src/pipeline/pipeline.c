@@ -150,7 +150,8 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
         keel_free(pl);
         return rc;
     }
-    if ((rc = open_providers(pl, options, err)) || (rc = open_llm(pl, options, err))) {
+    if ((rc = scenario_conf_load(pl->pack, &pl->scenario, err)) ||
+        (rc = open_providers(pl, options, err)) || (rc = open_llm(pl, options, err))) {
         pipeline_free(pl);
         return rc;
     }
@@ -175,6 +176,7 @@ void pipeline_free(struct pipeline *pl)
     llm_free(pl->embedder);
     llm_free(pl->llm);
     config_release(&pl->cfg);
+    scenario_conf_release(&pl->scenario);
     policy_free(pl->policy);
     pack_free(pl->pack);
     keel_free(pl);
@@ -342,6 +344,9 @@ static void turn_release(struct turn *t)
     json_decref(t->model_runs);
     memory_decision_free(t->memory_decision);
     keel_free(t->proposal_text);
+    scenario_turn_release(&t->scenario);
+    keel_free(t->scenario_text);
+    keel_free(t->scenario_delta_text);
 }
 
 static json_t *result_json(struct turn *t)
@@ -417,7 +422,8 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
         }
     }
     failures = keel_alloc_failures();
-    if (!(*result = result_json(&t)) || keel_alloc_failures() != failures) {
+    if (!(*result = result_json(&t)) || scenario_turn_result(&t, *result) ||
+        keel_alloc_failures() != failures) {
         json_decref(*result);
         *result = NULL;
         rc = keel_error_set(err, KEEL_ENOMEM, "turn", "out of memory (the turn was stored)");

@@ -74,6 +74,8 @@ struct turn_request {
                                         * NULL: none */
     pipeline_token_fn on_token;        /* the model's answer as it is written; may be NULL */
     void *token_ctx;
+    const json_t *active_scenario;     /* the client's copy of the scenario (seed 004): it
+                                        * wins over the stored one and is saved; NULL: none */
 };
 
 struct pipeline;
@@ -112,7 +114,9 @@ int pipeline_ingest_sample(struct pipeline *pl, long *ingested, struct keel_erro
  *   {conversation_id, turn, correlation_id, answer, sources[], decision,
  *    stage, clarification (text or null), tools_called[], tool_args{},
  *    state, events[], deltas[], model (what the model did, or absent
- *    without one), streamed (the answer went out through on_token)}
+ *    without one), streamed (the answer went out through on_token),
+ *    active_scenario (object or null), scenario_summary (text or null),
+ *    scenario_changes (this turn's [{source, patch|set}] or null)}
  * and the turn is stored. Bad input (empty, too long or invalid UTF-8
  * message, unknown role, unknown conversation id or one of another pack)
  * is KEEL_EINVAL / KEEL_ENOTFOUND naming the field, and changes nothing.

@@ -88,6 +88,8 @@ static int state_block(struct turn *t, int results, struct keel_buf *b)
         if (!rc)
             rc = keel_buf_addc(b, '.');
     }
+    if (!rc)
+        rc = scenario_turn_prompt(t, b);
     for (int i = 0; results && !rc && i < st->blueprint.n_subs; i++)
         if (t->results[i].unavailable) {
             const char *text = cfg->paths[st->blueprint.subs[i].path].unavailable;
@@ -258,8 +260,10 @@ static int add_results(struct turn *t, json_t *messages)
         /* 9 letters and digits: ids some servers' templates insist on */
         snprintf(id, sizeof(id), "keel%05d", k + 1);
         rc = add_call(calls, tools, id, r->tool, r->args,
-                      items_json(t, r->items, !strcmp(r->tool, "search_papers"),
-                                 strcmp(r->tool, "search_papers") ? r->band : NULL, 0));
+                      !strcmp(r->band, "computed")   /* a calculator's result, as it is */
+                          ? json_deep_copy(r->items)
+                          : items_json(t, r->items, !strcmp(r->tool, "search_papers"),
+                                       strcmp(r->tool, "search_papers") ? r->band : NULL, 0));
     }
     json_array_foreach(t->model_runs, i, run)
         if (!rc)

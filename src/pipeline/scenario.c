@@ -223,3 +223,71 @@ json_t *scenario_summary_json(const struct scenario_conf *conf, const json_t *sc
     scenario_summary(conf, scenario, line, sizeof(line));
     return line[0] ? json_string(line) : json_null();
 }
+
+/* Appends {source, KEY: value} to st->changes. */
+static int record(struct scenario_turn *st, const char *source, const char *key,
+                  const json_t *value)
+{
+    json_t *entry = json_pack("{s:s, s:O}", "source", source, key, value);
+
+    if (!entry)
+        return KEEL_ENOMEM;
+    if (!st->changes && !(st->changes = json_array())) {
+        json_decref(entry);
+        return KEEL_ENOMEM;
+    }
+    return json_array_append_new(st->changes, entry) ? KEEL_ENOMEM : KEEL_OK;
+}
+
+int scenario_turn_patch(struct scenario_turn *st, const char *source, const json_t *patch,
+                        struct keel_error *err)
+{
+    json_t *next = NULL;
+    int rc;
+
+    if (!st->may_write)
+        return keel_error_set(err, KEEL_EINVAL, "patch",
+                              "this role may not change the scenario (it cannot call "
+                              "update_scenario)");
+    if ((rc = scenario_apply(st->conf, st->current, patch, &next, err)))
+        return rc;
+    if (record(st, source, "patch", patch)) {
+        json_decref(next);
+        return keel_error_set(err, KEEL_ENOMEM, "patch", "out of memory");
+    }
+    json_decref(st->current);
+    st->current = next;
+    st->changed = 1;
+    return KEEL_OK;
+}
+
+int scenario_turn_set(struct scenario_turn *st, const char *source, const json_t *scenario,
+                      const char *field, struct keel_error *err)
+{
+    json_t *copy;
+    int rc;
+
+    if ((rc = scenario_check(st->conf, scenario, field, err)))
+        return rc;
+    if (st->current && json_equal(st->current, (json_t *)scenario))
+        return KEEL_OK;
+    if (!st->may_write)
+        return keel_error_set(err, KEEL_EINVAL, field,
+                              "this role may not change the scenario (it cannot call "
+                              "update_scenario)");
+    if (!(copy = json_deep_copy(scenario)) || record(st, source, "set", scenario)) {
+        json_decref(copy);
+        return keel_error_set(err, KEEL_ENOMEM, field, "out of memory");
+    }
+    json_decref(st->current);
+    st->current = copy;
+    st->changed = 1;
+    return KEEL_OK;
+}
+
+void scenario_turn_release(struct scenario_turn *st)
+{
+    json_decref(st->current);
+    json_decref(st->changes);
+    st->current = st->changes = NULL;
+}

@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/error.h"
 #include "pack/pack.h"
@@ -77,5 +78,33 @@ void scenario_summary(const struct scenario_conf *conf, const json_t *scenario, 
 /* The summary as a JSON string, or JSON null when it is empty (a new
  * reference; NULL when out of memory). */
 json_t *scenario_summary_json(const struct scenario_conf *conf, const json_t *scenario);
+
+/* A turn's view of the scenario: what it read, what it changed. The
+ * tools update_scenario and get_scenario work on it (tool_env), and
+ * publish stores it with the turn. */
+struct scenario_turn {
+    const struct scenario_conf *conf;   /* the pack's */
+    json_t *current;                    /* the scenario now (owned), or NULL: none */
+    json_t *changes;                    /* this turn's changes [{source, patch|set}] (owned), or NULL */
+    int64_t version;                    /* the stored version the turn read */
+    int may_write;                      /* the turn's role may change it */
+    int changed;                        /* current differs from what was read */
+};
+
+/* Applies `patch` (scenario_apply) to st->current and records it as a
+ * change from `source` ("message", "tool", …). Errors as
+ * scenario_apply, or KEEL_EINVAL ("patch") when st->may_write is 0;
+ * st is unchanged on failure. */
+int scenario_turn_patch(struct scenario_turn *st, const char *source, const json_t *patch,
+                        struct keel_error *err);
+
+/* Replaces st->current by `scenario` (a whole object, checked with
+ * scenario_check naming `field`) and records it as a change from
+ * `source`; nothing is recorded when it equals the current one. */
+int scenario_turn_set(struct scenario_turn *st, const char *source, const json_t *scenario,
+                      const char *field, struct keel_error *err);
+
+/* Frees what st owns. */
+void scenario_turn_release(struct scenario_turn *st);
 
 #endif

@@ -167,6 +167,8 @@ int stage_publish(struct turn *t, struct keel_error *err)
     if (keel_alloc_failures() != t->alloc_failures)
         goto out;
     rec.memory = t->memory_decision ? memory_decision_change(t->memory_decision) : NULL;
+    if ((rc = scenario_turn_record(t, &rec, err)))
+        goto out;
     rc = store_save_turn(t->pl->store, &rec, err);
     if (!rc && t->memory_decision)
         memory_commit(t->pl->memory, t->memory_decision);

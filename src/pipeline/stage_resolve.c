@@ -161,6 +161,15 @@ static int after_search(struct turn *t, int i, const struct tool_def *tool, json
 
     r->ran = 1;
     r->tool = tool->name;
+    if (json_is_string(json_object_get(out, "text"))) {
+        /* a calculator (uk_income_tax): its text is the answer */
+        r->items = json_incref(out);
+        r->band = "computed";
+        if (turn_emit(t, "info", "resolve.computed", json_pack("{s:s}", "tool", tool->name),
+                      "%s computed", tool->name))
+            return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
+        return mark(t, i, SUB_ANSWERED, err);
+    }
     if (!strcmp(tool->name, "search_papers")) {
         if (provider_events(t, json_object_get(out, "providers")))
             return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
@@ -217,7 +226,8 @@ static int run_sub(struct turn *t, int i, struct keel_error *err)
     const struct blueprint_sub *sub = &t->state.blueprint.subs[i];
     const struct config_path *path = &t->pl->cfg.paths[sub->path];
     const struct tool_def *tool;
-    struct tool_env env = {t->pl->store, t->pl->web, &t->pl->cfg, t->pl->providers};
+    struct tool_env env = {t->pl->store, t->pl->web, &t->pl->cfg, t->pl->providers,
+                           &t->scenario};
     json_t *args, *out = NULL;
     int index, rc;
 

@@ -19,6 +19,11 @@
  *                   the abstain threshold and a fallback is configured
  *   add_to_library  (write) saves a paper {title, year, venue, doi, url,
  *                   abstract} to the local library at once
+ *   update_scenario (write) merges a patch into the turn's active
+ *                   scenario (scenario.h); get_scenario reads it
+ *   uk_income_tax   income tax, net income and marginal rate of the
+ *                   scenario's earners and of a question's income
+ *                   (household.h)
  */
 #ifndef KEEL_PIPELINE_TOOLS_H
 #define KEEL_PIPELINE_TOOLS_H
@@ -39,12 +44,13 @@ struct tool_env {
     const struct web_fallback *web;     /* may be NULL */
     const struct pipeline_config *cfg;  /* thresholds, stopwords */
     struct providers *providers;        /* remote paper providers; may be NULL */
+    struct scenario_turn *scenario;     /* the turn's active scenario; NULL outside a turn */
 };
 
-enum tool_arg_type { ARG_STRING, ARG_INTEGER, ARG_BOOLEAN };
+enum tool_arg_type { ARG_STRING, ARG_INTEGER, ARG_BOOLEAN, ARG_OBJECT };
 
 /* One argument: strings have lengths min..max bytes, integers values
- * min..max. */
+ * min..max; objects are any JSON object (their owner checks them). */
 struct tool_arg {
     const char *name;       /* NULL ends a list */
     enum tool_arg_type type;
@@ -61,6 +67,14 @@ struct tool_def {
     int (*run)(const struct tool_env *env, const json_t *args, json_t **result,
                struct keel_error *err);
 };
+
+/* The scenario's tools (scenario_tools.c), entries of the registry. */
+int tool_update_scenario(const struct tool_env *env, const json_t *args, json_t **result,
+                         struct keel_error *err);
+int tool_get_scenario(const struct tool_env *env, const json_t *args, json_t **result,
+                      struct keel_error *err);
+int tool_uk_income_tax(const struct tool_env *env, const json_t *args, json_t **result,
+                       struct keel_error *err);
 
 /* The registry entry named `name`, or NULL. */
 const struct tool_def *tools_find(const char *name);
