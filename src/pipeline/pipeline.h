@@ -110,6 +110,14 @@ const char *pipeline_pack_name(const struct pipeline *pl);
  * store had data or the pack has no sample). */
 int pipeline_ingest_sample(struct pipeline *pl, long *ingested, struct keel_error *err);
 
+/* scenario_store_change() on this pipeline's store and pack (PATCH of
+ * the HTTP API, a replay's scenario_patch step): *scenario is the
+ * scenario now (an object or JSON null), *summary its summary line (a
+ * string or JSON null), both new references. */
+int pipeline_scenario_change(struct pipeline *pl, const char *conversation_id,
+                             const json_t *patch, json_t **scenario, json_t **summary,
+                             struct keel_error *err);
+
 /* Runs one turn. On success *result is a new JSON object:
  *   {conversation_id, turn, correlation_id, answer, sources[], decision,
  *    stage, clarification (text or null), tools_called[], tool_args{},

@@ -79,6 +79,20 @@ void scenario_summary(const struct scenario_conf *conf, const json_t *scenario, 
  * reference; NULL when out of memory). */
 json_t *scenario_summary_json(const struct scenario_conf *conf, const json_t *scenario);
 
+struct store;
+
+/* Changes conversation `id`'s stored scenario outside a turn: merges
+ * `patch` (scenario_apply), or clears it when `patch` is NULL, and
+ * writes it in one transaction guarded by the version read, reading
+ * again up to three times when a turn wrote in between. `pack` (may be
+ * NULL) must be the conversation's. On success *out is the scenario now
+ * (a new object, or NULL: none). Errors: those of scenario_apply,
+ * KEEL_ENOTFOUND, KEEL_EFAIL (still changing), store errors; nothing is
+ * changed then. */
+int scenario_store_change(struct store *store, const struct scenario_conf *conf, const char *id,
+                          const char *pack, const json_t *patch, json_t **out,
+                          struct keel_error *err);
+
 /* A turn's view of the scenario: what it read, what it changed. The
  * tools update_scenario and get_scenario work on it (tool_env), and
  * publish stores it with the turn. */

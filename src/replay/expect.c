@@ -123,6 +123,12 @@ static const struct expect_key pipeline_keys[] = {
     {"events_order", "events", LIST, NULL, 0, STARTS},
     {"blueprint_subquestions", "blueprint.subquestions", EQUAL, NULL, T_INT, SIZE},
     {"blueprint_paths", "blueprint.subquestions", LIST, NULL, 0, PATHS},
+    /* the active scenario (seed 004); scenario_error: a scenario_patch step's refusal */
+    {"active_scenario", "active_scenario", SUBSET, NULL, T_OBJECT | T_NULL, AS_IS},
+    {"active_scenario_text", "active_scenario", EQUAL, NULL, T_STRING | T_NULL, TEXT},
+    {"scenario_summary", "scenario_summary", EQUAL, NULL, T_STRING | T_NULL, AS_IS},
+    {"scenario_changes", "scenario_changes", SUBSET, NULL, T_ARRAY | T_NULL, AS_IS},
+    {"scenario_error", "scenario_error", SUBSET, NULL, T_OBJECT | T_NULL, AS_IS},
     {NULL, NULL, EQUAL, NULL, 0, AS_IS},
 };
 

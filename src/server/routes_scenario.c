@@ -7,10 +7,10 @@
  *                                            merged as update_scenario merges
  *   DELETE /v1/conversations/{id}/scenario   no scenario any more
  *
- * Changes happen outside a turn, each in one store transaction that
- * replaces the scenario only if its version is still the one read (a
- * turn that wrote in between makes the change read again, up to three
- * times, then 409). Owner and editor keys may change it; viewers get
+ * Changes happen outside a turn through scenario_store_change(): one
+ * store transaction that replaces the scenario only if its version is
+ * still the one read (a turn that wrote in between makes the change read
+ * again, up to three times, then 409). Owner and editor keys may change it; viewers get
  * 403, other users 404 (as if it did not exist); share links are read
  * only and have no route here. The loop thread needs each served pack's
  * scenario rules (deep keys, cap, summary), loaded at start.
@@ -22,8 +22,6 @@
 #include "core/alloc.h"
 #include "core/json.h"
 #include "server/server_int.h"
-
-#define SCENARIO_TRIES 3
 
 int server_scenarios_load(struct server *srv, struct keel_error *err)
 {
@@ -134,43 +132,13 @@ static json_t *patch_body(struct evhttp_request *req)
     return patch;
 }
 
-/* One attempt: read, merge (or clear), write guarded by the version.
- * Returns KEEL_OK (conv filled with the new state), KEEL_EFAIL (the
- * scenario changed under us: try again) or another error in err. */
-static int change(struct server *srv, const char *id, const json_t *patch,
-                  struct store_conversation *conv, struct keel_error *err)
-{
-    json_t *current = NULL, *next = NULL;
-    char *text = NULL;
-    int rc, oom = 0;
-
-    if ((rc = store_load_conversation(srv->store, id, conv, err)))
-        return rc;
-    if (!(rc = scenario_parse(conv->scenario_json, &current, err)) && patch &&
-        !(rc = scenario_apply(server_scenario_conf(srv, conv->pack), current, patch, &next, err)) &&
-        !(text = scenario_dump(next, &oom)))
-        rc = keel_error_set(err, KEEL_ENOMEM, "patch", "out of memory");
-    if (!rc && (patch || current))
-        rc = store_scenario_set(srv->store, id, conv->scenario_version, text, err);
-    if (!rc) {   /* what is stored now */
-        keel_free(conv->scenario_json);
-        conv->scenario_json = text;
-        text = NULL;
-    }
-    keel_free(text);
-    json_decref(current);
-    json_decref(next);
-    return rc;
-}
-
 void route_scenario(struct server *srv, struct evhttp_request *req, const char *id,
                     const struct principal *who)
 {
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
     struct store_conversation conv;
     struct keel_error err;
-    json_t *patch = NULL;
-    int rc = KEEL_EFAIL;
+    json_t *patch = NULL, *now = NULL;
 
     keel_error_clear(&err);
     if (method != EVHTTP_REQ_GET && method != EVHTTP_REQ_PATCH && method != EVHTTP_REQ_DELETE) {
@@ -191,16 +159,17 @@ void route_scenario(struct server *srv, struct evhttp_request *req, const char *
     }
     if (method == EVHTTP_REQ_PATCH && !(patch = patch_body(req)))
         return;
-    for (int i = 0; i < SCENARIO_TRIES && rc == KEEL_EFAIL; i++) {
-        keel_error_clear(&err);
-        if ((rc = change(srv, id, patch, &conv, &err)))
-            store_conversation_release(&conv);
-    }
-    if (rc)
+    if (store_load_conversation(srv->store, id, &conv, &err) ||
+        scenario_store_change(srv->store, server_scenario_conf(srv, conv.pack), id, conv.pack,
+                              patch, &now, &err)) {
         http_keel_error(req, &err);
-    else
-        reply(srv, req, &conv);
-    if (!rc)
-        store_conversation_release(&conv);
+    } else {
+        http_json(req, 200,
+                  json_pack("{s:s, s:o, s:o}", "conversation_id", id, "active_scenario",
+                            now ? json_incref(now) : json_null(), "scenario_summary",
+                            scenario_summary_json(server_scenario_conf(srv, conv.pack), now)));
+    }
+    store_conversation_release(&conv);
+    json_decref(now);
     json_decref(patch);
 }
