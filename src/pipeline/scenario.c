@@ -74,7 +74,7 @@ static int fits(const json_t *value, size_t max)
     struct keel_buf b;
     int rc;
 
-    keel_buf_init(&b, max + 1);
+    keel_buf_init(&b, max);
     rc = keel_json_append(&b, value, JSON_COMPACT);
     keel_buf_release(&b);
     if (!rc)
@@ -173,6 +173,7 @@ int scenario_check(const struct scenario_conf *conf, const json_t *scenario, con
 int scenario_parse(const char *text, json_t **out, struct keel_error *err)
 {
     json_t *value = NULL;
+    long failures = keel_alloc_failures();
     int rc;
 
     *out = NULL;
@@ -180,7 +181,8 @@ int scenario_parse(const char *text, json_t **out, struct keel_error *err)
         return KEEL_OK;
     if ((rc = keel_json_parse(text, strlen(text), SCENARIO_BYTES_LIMIT * 2, "active_scenario",
                               &value, err)))
-        return rc == KEEL_ENOMEM ? rc
+        return rc == KEEL_ENOMEM || keel_alloc_failures() != failures
+                   ? keel_error_set(err, KEEL_ENOMEM, "active_scenario", "out of memory")
                                  : keel_error_set(err, KEEL_EIO, "active_scenario",
                                                   "the stored scenario is not JSON");
     if (!json_is_object(value)) {

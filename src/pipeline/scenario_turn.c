@@ -114,11 +114,13 @@ int scenario_turn_record(struct turn *t, struct store_turn_record *rec, struct k
 
 int scenario_turn_result(const struct turn *t, json_t *result)
 {
-    json_t *current = t->scenario.current ? json_deep_copy(t->scenario.current) : json_null();
-    json_t *changes = t->scenario.changes ? json_deep_copy(t->scenario.changes) : json_null();
-
-    return json_object_set_new(result, "active_scenario", current) ||
-           json_object_set_new(result, "scenario_changes", changes) ||
+    /* each made just before it is set: set_new takes it, also on failure */
+    return json_object_set_new(result, "active_scenario",
+                               t->scenario.current ? json_deep_copy(t->scenario.current)
+                                                   : json_null()) ||
+           json_object_set_new(result, "scenario_changes",
+                               t->scenario.changes ? json_deep_copy(t->scenario.changes)
+                                                   : json_null()) ||
            json_object_set_new(result, "scenario_summary",
                                scenario_summary_json(t->scenario.conf, t->scenario.current));
 }

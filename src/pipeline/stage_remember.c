@@ -83,13 +83,14 @@ int stage_remember(struct turn *t, struct keel_error *err)
 {
     struct keel_buf summary;
     struct memory_input in = {0};
-    json_t *refs = NULL, *artifacts = json_array();
+    json_t *refs = NULL, *artifacts;
     char id[KEEL_ID_MAX + 8];
     int found = 0, unavailable = 0, rc;
 
     if (!t->pl->memory)
         return turn_emit(t, "info", NULL, NULL, "memory is off for this pack")
                    ? keel_error_set(err, KEEL_ENOMEM, "remember", "out of memory") : KEEL_OK;
+    artifacts = json_array();   /* after the return above, which leaked it */
     keel_buf_init(&summary, SUMMARY_MAX);
     if ((rc = summary_of(t, &summary, &found, &unavailable)) || !(refs = references(t)) ||
         !artifacts) {

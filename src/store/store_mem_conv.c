@@ -221,7 +221,10 @@ int mem_conv_save(struct mem_conversations **convp, const struct store_turn_reco
     if ((rc = next_conversation(conv, rec, &c, err)) ||
         (rc = next_metrics(conv, rec, &m, &h, err))) {
         json_decref(c);
-        return rc;
+        /* a copy that lost a key to a failed allocation is no conflict */
+        return keel_alloc_failures() != failures
+                   ? keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory")
+                   : rc;
     }
     if (keel_alloc_failures() != failures) {   /* jansson's copies skip keys they cannot add */
         json_decref(c);
