@@ -230,3 +230,70 @@ test_scenario_a_viewer_is_not_offered_update_scenario_and_its_call_is_refused() 
     OUT=$(model_requests)
     expect_json '[.[0].tools[].function.name] | sort' '["get_scenario","uk_income_tax"]'
 }
+
+# kill -9 mid-conversation: every turn changes the scenario; after each
+# kill the conversation's scenario is its last stored turn's, its version
+# counts the turns that changed it, and every turn the killed process
+# printed is stored with the scenario it printed.
+test_scenario_kill9_keeps_the_scenario_with_its_turn() {
+    if ! command -v sqlite3 > /dev/null 2>&1; then
+        echo "skipped: no sqlite3 CLI"
+        return 0
+    fi
+    db="$TMP/sc_crash.db"
+    fifo="$TMP/sc_crash.fifo"
+    awk 'BEGIN { for (i = 0; i < 300; i++) {
+        k = i % 6
+        if (k == 0) printf "Single earner \302\243%dk Scotland\n", 20 + i % 70
+        else if (k == 1) print "What if they were married?"
+        else if (k == 2) printf "%d children\n", i % 4
+        else if (k == 3) print "What about in England?"
+        else if (k == 4) print "not married, tax year 2025/26"
+        else print "Two earners on \302\24330,000 and \302\24312,000" } }' > "$TMP/sc_crash.msgs"
+    printf 'Single earner £45k Scotland\n' > "$TMP/sc_crash.first"
+    run "$KEEL" chat --pack household --db "$db" --json < "$TMP/sc_crash.first"
+    expect_rc 0
+    id=$(printf '%s' "$OUT" | jq -r .conversation_id)
+    for round in 1 2 3; do
+        rm -f "$fifo"
+        mkfifo "$fifo"
+        "$KEEL" chat --pack household --db "$db" --json --conversation "$id" \
+            < "$fifo" > "$TMP/sc_crash.out" 2> /dev/null &
+        kpid=$!
+        awk '{ print; if (NR % 10 == 0) { fflush(); system("sleep 0.02") } } END { fflush() }' \
+            "$TMP/sc_crash.msgs" > "$fifo" &
+        gpid=$!
+        waited=0
+        while [ ! -s "$TMP/sc_crash.out" ] && [ "$waited" -lt 500 ]; do
+            sleep 0.01
+            waited=$((waited + 1))
+        done
+        sleep "0.$round"
+        kill -9 "$kpid" 2> /dev/null || fail "round $round ended before the kill"
+        wait "$kpid" 2> /dev/null || true
+        kill "$gpid" 2> /dev/null || true
+        wait "$gpid" 2> /dev/null || true
+        [ "$(sqlite3 "$db" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check"
+        [ "$(sqlite3 "$db" "SELECT count(*) FROM conversations c, turns t
+               WHERE c.id = '$id' AND t.conversation_id = c.id AND t.seq = c.turns
+                 AND t.scenario_after IS c.scenario")" = 1 ] ||
+            fail "round $round: the scenario is not the last turn's"
+        [ "$(sqlite3 "$db" "SELECT scenario_version = (SELECT count(*) FROM turns
+               WHERE conversation_id = '$id' AND scenario_delta IS NOT NULL)
+               FROM conversations WHERE id = '$id'")" = 1 ] ||
+            fail "round $round: the version does not count the changing turns"
+        while IFS= read -r l; do printf '%s\n' "$l"; done < "$TMP/sc_crash.out" |
+            jq -c '[.turn, (.active_scenario | tojson)]' > "$TMP/sc_crash.acked"
+        [ -s "$TMP/sc_crash.acked" ] || fail "round $round printed no complete turn"
+        while IFS= read -r pair; do
+            turn=$(printf '%s' "$pair" | jq -r '.[0]')
+            printed=$(printf '%s' "$pair" | jq -r '.[1]')
+            stored=$(sqlite3 "$db" "SELECT scenario_after FROM turns
+                                    WHERE conversation_id = '$id' AND seq = $turn")
+            [ "$stored" = "$printed" ] ||
+                fail "round $round turn $turn: stored $stored, printed $printed"
+        done < "$TMP/sc_crash.acked"
+        echo "round $round: $(wc -l < "$TMP/sc_crash.acked") turns acknowledged, $(sqlite3 "$db" "SELECT turns FROM conversations WHERE id = '$id'") stored"
+    done
+    rm -f "$fifo"
+}
