@@ -138,6 +138,7 @@ static int marriage(const struct household *h, const struct hh_year *y,
 {
     int recipient = -1, transferor = n == 1;   /* one earner: the partner has no income */
     char allowance[40], cut[40];
+    long long reduction = 0;
     int eligible;
 
     (void)h;
@@ -150,13 +151,17 @@ static int marriage(const struct household *h, const struct hh_year *y,
         transferor = i != recipient && lines[i].income <= y->allowance;
     eligible = recipient >= 0 && transferor && lines[recipient].taxable > 0 &&
                lines[recipient].top_rate <= c->ma_max_rate;
+    if (eligible) {   /* a reduction of the tax, never below nothing */
+        reduction = y->ma_transfer * y->ma_relief_rate;
+        if (reduction > lines[recipient].tax_pence)
+            reduction = lines[recipient].tax_pence;
+    }
     money_exact(y->ma_transfer * 100, allowance, sizeof(allowance));
-    money_exact(y->ma_transfer * y->ma_relief_rate, cut, sizeof(cut));
+    money_exact(reduction, cut, sizeof(cut));
     if (json_object_set_new(result, "marriage_allowance",
                             json_pack("{s:b, s:I, s:I}", "eligible", eligible, "transfer",
                                       (json_int_t)y->ma_transfer, "reduction_pence",
-                                      (json_int_t)(eligible ? y->ma_transfer * y->ma_relief_rate
-                                                            : 0))))
+                                      (json_int_t)reduction)))
         return KEEL_ENOMEM;
     if (eligible)
         return keel_buf_addf(b, "\nMarried: the partner earning under the personal allowance can "

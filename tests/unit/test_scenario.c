@@ -379,6 +379,17 @@ START_TEST(test_income_tax_tool_answers)
                      1143200);
     json_decref(out);
     json_decref(args);
+    /* the reduction never takes the tax below nothing */
+    s = parse("{\"household\": {\"marital_status\": \"married\", \"earners\": [{\"employment_income\": 12600}]}}");
+    args = parse("{}");
+    ck_assert_int_eq(household_tax(f.conf.household, s, args, &out, &err), KEEL_OK);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(out, "marriage_allowance"),
+                                                        "reduction_pence")), 600);
+    json_decref(out);
+    json_decref(args);
+    json_decref(s);
+    s = parse("{\"household\": {\"marital_status\": \"married\", \"earners\": [{\"employment_income\": 30000}],"
+              " \"children\": 1}}");
     /* unknown overrides are errors naming the argument */
     args = parse("{\"tax_year\": \"2019-20\"}");
     ck_assert_int_eq(household_tax(f.conf.household, s, args, &out, &err), KEEL_EINVAL);
