@@ -380,6 +380,7 @@ START_TEST(test_income_tax_tool_answers)
     json_decref(out);
     json_decref(args);
     /* the reduction never takes the tax below nothing */
+    json_decref(s);
     s = parse("{\"household\": {\"marital_status\": \"married\", \"earners\": [{\"employment_income\": 12600}]}}");
     args = parse("{}");
     ck_assert_int_eq(household_tax(f.conf.household, s, args, &out, &err), KEEL_OK);
