@@ -6,8 +6,9 @@
  *      (llm.system_prompt, else a default: tone and citation rules,
  *      never routing rules — the policy owns those), then a block with
  *      this turn's live state: research stage, topic and question,
- *      jurisdiction, the filters the policy set, the parts of the
- *      question keel cannot answer here;
+ *      jurisdiction, the filters the policy set, the active scenario
+ *      (scenario_turn_prompt), the parts of the question keel cannot
+ *      answer here;
  *   3. earlier turns, newest kept first, within llm.history_tokens
  *      (about four bytes a token);
  *   4. the user's message;
