@@ -1,10 +1,12 @@
 /*
  * fuzz_scenario.c — the active scenario's parsers on arbitrary bytes:
- * the first byte picks what the rest is. Even: a JSON patch (and, after
- * a NUL, a current scenario) merged under the household pack's rules,
- * whose result must stay within the cap, be an object and summarise.
- * Odd: a message read for household facts, whose patch (if any) must
- * merge, and whose question income the tax tool answers.
+ * the first byte modulo 3 picks what the rest is. 0: a JSON patch (and,
+ * after a NUL, a current scenario) merged under the household pack's
+ * rules, whose result must stay within the cap, be an object and
+ * summarise. 1: a message read for household facts, whose patch (if
+ * any) must merge, and whose question income the tax tool answers. 2: a
+ * pack (YAML) whose scenario section — household tables and tax
+ * figures — is compiled and freed.
  */
 #include <stdint.h>
 #include <string.h>
@@ -90,13 +92,27 @@ static void extract(const uint8_t *data, size_t size)
     json_decref(patch);
 }
 
+static void pack_section(const uint8_t *data, size_t size)
+{
+    struct pack *p = NULL;
+    struct scenario_conf c;
+    struct keel_error err;
+
+    if (pack_parse((const char *)data, size, "fuzz.yaml", &p, &err) != KEEL_OK)
+        return;
+    if (scenario_conf_load(p, &c, &err) == KEEL_OK)
+        scenario_conf_release(&c);
+    pack_free(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1 || size > (1u << 16))
         return 0;
-    if (data[0] & 1)
-        extract(data + 1, size - 1);
-    else
-        merge(data + 1, size - 1);
+    switch (data[0] % 3) {
+    case 0: merge(data + 1, size - 1); break;
+    case 1: extract(data + 1, size - 1); break;
+    default: pack_section(data + 1, size - 1); break;
+    }
     return 0;
 }
