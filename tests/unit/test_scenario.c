@@ -261,12 +261,17 @@ START_TEST(test_household_extraction)
     /* nothing stated: no patch. A question's income is not an earner's;
      * years, small numbers and words with digits are not amounts. */
     extract_case(&f, NULL, "What is the marginal rate at £100k?", NULL);
+    extract_case(&f, NULL, "And what about at 120,000?", NULL);
+    extract_case(&f, NULL, "One earner at £45k in Wales",
+                 "{\"household\":{\"country\":\"rest_of_uk\",\"earners\":[{\"employment_income\":45000}]}}");
     extract_case(&f, NULL, "In 2024 they moved house twice in 3 weeks", NULL);
     extract_case(&f, NULL, "covid19 and 2nd thoughts", NULL);
     extract_case(&f, NULL, "", NULL);
     ck_assert_int_eq(household_query_income(f.conf.household, "marginal rate at £60k?", 22), 60000);
     ck_assert_int_eq(household_query_income(f.conf.household, "at an income of 125,140", 23), 125140);
     ck_assert_int_eq(household_query_income(f.conf.household, "earning £60k", 13), -1);
+    ck_assert_int_eq(household_query_income(f.conf.household, "tax at 60k", 10), 60000);
+    ck_assert_int_eq(household_query_income(f.conf.household, "an earner at 60k", 16), -1);
     fixture_close(&f);
 }
 END_TEST
