@@ -69,8 +69,9 @@ static void fuzz_conversation(const char *text, size_t n)
     for (int turn = 0; turn < 4 && n > 0; turn++) {
         const char *nl = memchr(text, '\n', n);
         size_t len = nl ? (size_t)(nl - text) : n;
-        struct turn_request req = {conversation[0] ? conversation : NULL, text, len, NULL,
-                                   1770465600000, NULL, NULL, NULL, NULL, NULL, NULL};
+        struct turn_request req = {.conversation_id = conversation[0] ? conversation : NULL,
+                                   .message = text, .message_len = len,
+                                   .now_ms = 1770465600000};
         json_t *result = NULL;
 
         if (pipeline_turn(pl, &req, &result, &err) == KEEL_OK) {

@@ -17,7 +17,7 @@
 /* Top-level keys a pack may have; each layer owns its section. */
 static const char *const top_keys[] = {
     "name", "description", "version", "tools", "roles", "default_role", "policy", "pipeline",
-    "providers", "llm", "memory", "handlers", "artifacts", NULL,
+    "providers", "llm", "memory", "handlers", "artifacts", "scenario", NULL,
 };
 
 const char *pack_default_dir(void)

@@ -58,6 +58,7 @@ void turn_tool_env(struct turn *t, struct tool_env *env)
     env->handlers = t->pl->handlers;
     env->user = t->user;
     env->pending = &t->pending;
+    env->scenario = &t->scenario;
 }
 
 static int oom(struct keel_error *err)

@@ -171,7 +171,8 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
         keel_free(pl);
         return rc;
     }
-    if ((rc = open_providers(pl, options, err)) || (rc = open_llm(pl, options, err))) {
+    if ((rc = scenario_conf_load(pl->pack, &pl->scenario, err)) ||
+        (rc = open_providers(pl, options, err)) || (rc = open_llm(pl, options, err))) {
         pipeline_free(pl);
         return rc;
     }
@@ -215,6 +216,7 @@ void pipeline_free(struct pipeline *pl)
     llm_free(pl->embedder);
     llm_free(pl->llm);
     config_release(&pl->cfg);
+    scenario_conf_release(&pl->scenario);
     policy_free(pl->policy);
     pack_free(pl->pack);
     keel_free(pl);
@@ -391,6 +393,9 @@ static void turn_release(struct turn *t)
     json_decref(t->artifact);
     json_decref(t->facts);
     keel_free(t->proposal_text);
+    scenario_turn_release(&t->scenario);
+    keel_free(t->scenario_text);
+    keel_free(t->scenario_delta_text);
 }
 
 static json_t *result_json(struct turn *t)
@@ -482,7 +487,7 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
         }
     }
     failures = keel_alloc_failures();
-    if (!(*result = result_json(&t)) ||
+    if (!(*result = result_json(&t)) || scenario_turn_result(&t, *result) ||
         json_object_set_new(*result, "closing", json_boolean(t.closing)) ||
         json_object_set_new(*result, "reset", json_boolean(t.reset)) ||
         keel_alloc_failures() != failures) {

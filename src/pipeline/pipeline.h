@@ -78,6 +78,8 @@ struct turn_request {
     void *token_ctx;
     const char *user;                  /* whose personal facts the turn reads and writes
                                         * (1..128 bytes); NULL: owner, else "local" */
+    const json_t *active_scenario;     /* the client's copy of the scenario (seed 004): it
+                                        * wins over the stored one and is saved; NULL: none */
 };
 
 struct pipeline;
@@ -117,6 +119,14 @@ const char *pipeline_pack_name(const struct pipeline *pl);
  * store had data or the pack has no sample). */
 int pipeline_ingest_sample(struct pipeline *pl, long *ingested, struct keel_error *err);
 
+/* scenario_store_change() on this pipeline's store and pack (PATCH of
+ * the HTTP API, a replay's scenario_patch step): *scenario is the
+ * scenario now (an object or JSON null), *summary its summary line (a
+ * string or JSON null), both new references. */
+int pipeline_scenario_change(struct pipeline *pl, const char *conversation_id,
+                             const json_t *patch, json_t **scenario, json_t **summary,
+                             struct keel_error *err);
+
 /* Runs one turn. On success *result is a new JSON object:
  *   {conversation_id, turn, correlation_id, answer, sources[], decision,
  *    stage, clarification (text or null), tools_called[], tool_args{},
@@ -126,7 +136,9 @@ int pipeline_ingest_sample(struct pipeline *pl, long *ingested, struct keel_erro
  *    the conversation), reset (true when a reset command answered: the
  *    client may start a new conversation),
  *    artifact ({id, type, title, facts, exported} or null), artifact_gate
- *    (the intent gate's decision, or absent when the pack has none)}
+ *    (the intent gate's decision, or absent when the pack has none),
+ *    active_scenario (object or null), scenario_summary (text or null),
+ *    scenario_changes (this turn's [{source, patch|set}] or null)}
  * and the turn is stored. Bad input (empty, too long or invalid UTF-8
  * message, unknown role, unknown conversation id or one of another pack)
  * is KEEL_EINVAL / KEEL_ENOTFOUND naming the field, and changes nothing.

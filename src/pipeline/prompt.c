@@ -6,8 +6,9 @@
  *      (llm.system_prompt, else a default: tone and citation rules,
  *      never routing rules — the policy owns those), then a block with
  *      this turn's live state: research stage, topic and question,
- *      jurisdiction, the filters the policy set, the parts of the
- *      question keel cannot answer here;
+ *      jurisdiction, the filters the policy set, the active scenario
+ *      (scenario_turn_prompt), the parts of the question keel cannot
+ *      answer here;
  *   3. earlier turns, newest kept first, within llm.history_tokens
  *      (about four bytes a token);
  *   4. the user's message;
@@ -88,6 +89,8 @@ static int state_block(struct turn *t, int results, struct keel_buf *b)
         if (!rc)
             rc = keel_buf_addc(b, '.');
     }
+    if (!rc)
+        rc = scenario_turn_prompt(t, b);
     for (int i = 0; results && !rc && i < st->blueprint.n_subs; i++)
         if (t->results[i].unavailable) {
             const char *text = cfg->paths[st->blueprint.subs[i].path].unavailable;
@@ -258,8 +261,10 @@ static int add_results(struct turn *t, json_t *messages)
         /* 9 letters and digits: ids some servers' templates insist on */
         snprintf(id, sizeof(id), "keel%05d", k + 1);
         rc = add_call(calls, tools, id, r->tool, r->args,
-                      items_json(t, r->items, !strcmp(r->tool, "search_papers"),
-                                 strcmp(r->tool, "search_papers") ? r->band : NULL, 0));
+                      !strcmp(r->band, "computed")   /* a calculator's result, as it is */
+                          ? json_deep_copy(r->items)
+                          : items_json(t, r->items, !strcmp(r->tool, "search_papers"),
+                                       strcmp(r->tool, "search_papers") ? r->band : NULL, 0));
     }
     json_array_foreach(t->model_runs, i, run)
         if (!rc)

@@ -169,7 +169,8 @@ int stage_classify(struct turn *t, struct keel_error *err)
 
     read_message(&t->pl->cfg, t->req->message, t->req->message_len, &r);
     t->kind = classify(t, &r);
-    if ((rc = apply_slots(t, &r, err)) || (rc = apply_research(t, err)))
+    if ((rc = apply_slots(t, &r, err)) || (rc = apply_research(t, err)) ||
+        (rc = scenario_turn_classify(t, err)))
         return rc;
     if (t->kind == TURN_SLOT_FILL)
         snprintf(t->effective, sizeof(t->effective), "%s", t->state.blueprint.question);

@@ -341,6 +341,8 @@ static int compose_sub(struct turn *t, int i, struct keel_buf *b)
                                                             "I can't answer that here."));
     if (!r->ran)
         return compose_conversation(t, b);
+    if (!strcmp(r->band, "computed"))   /* a calculator's answer (uk_income_tax) */
+        return keel_buf_adds(b, json_string_value(json_object_get(r->items, "text")));
     if (!strcmp(r->tool, "search_papers"))
         return compose_papers(t, r, b);
     if (!strcmp(r->tool, "web_search"))

@@ -23,6 +23,8 @@ static int load_existing(struct turn *t, const char *id, struct keel_error *err)
     } else if (!(rc = keel_json_parse(conv.state_json, strlen(conv.state_json), STORE_TEXT_MAX,
                                       "state", &json, err))) {
         rc = state_from_json(&t->state, &t->pl->cfg, json, err);
+        if (!rc)
+            rc = scenario_turn_load(t, &conv, err);
         t->seq = conv.turns + 1;
     }
     json_decref(json);
@@ -48,6 +50,8 @@ int stage_load(struct turn *t, struct keel_error *err)
         t->seq = 1;
     }
     snprintf(t->stage_before, sizeof(t->stage_before), "%s", t->state.stage);
+    if ((rc = scenario_turn_begin(t, err)))
+        return rc;
     return turn_emit(t, "info", "load.state",
                      json_pack("{s:s,s:i,s:s,s:b,s:s*}", "conversation_id", t->conversation_id,
                                "turn", t->seq, "stage", t->state.stage, "blueprint",

@@ -182,6 +182,8 @@ int stage_publish(struct turn *t, struct keel_error *err)
     if (artifact_record(t, &aw))
         goto out;
     rec.artifact = aw.has ? &aw.art : NULL;
+    if ((rc = scenario_turn_record(t, &rec, err)))
+        goto out;
     rc = store_save_turn(t->pl->store, &rec, err);
     if (!rc && t->memory_decision)
         memory_commit(t->pl->memory, t->memory_decision);

@@ -162,6 +162,15 @@ static int after_search(struct turn *t, int i, const struct tool_def *tool, json
 
     r->ran = 1;
     r->tool = tool->name;
+    if (json_is_string(json_object_get(out, "text"))) {
+        /* a calculator (uk_income_tax): its text is the answer */
+        r->items = json_incref(out);
+        r->band = "computed";
+        if (turn_emit(t, "info", "resolve.computed", json_pack("{s:s}", "tool", tool->name),
+                      "%s computed", tool->name))
+            return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");
+        return mark(t, i, SUB_ANSWERED, err);
+    }
     if (!strcmp(tool->name, "web_search")) {
         r->items = json_incref(json_object_get(out, "results"));
         r->outcome = json_copy(out);

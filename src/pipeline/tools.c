@@ -11,7 +11,7 @@
 #include "core/json.h"
 #include "pack/pack.h"
 
-#define REGISTRY_SIZE 3
+#define REGISTRY_SIZE 6
 
 /* ---- argument check ---------------------------------------------------------- */
 
@@ -39,6 +39,11 @@ static int check_value(const struct tool_arg *a, const json_t *v, const char *fi
     case ARG_BOOLEAN:
         if (!json_is_boolean(v))
             return keel_error_set(err, KEEL_EINVAL, field, "must be true or false, not %s",
+                                  keel_json_type_name(v));
+        break;
+    case ARG_OBJECT:
+        if (!json_is_object(v))
+            return keel_error_set(err, KEEL_EINVAL, field, "must be a JSON object, not %s",
                                   keel_json_type_name(v));
         break;
     }
@@ -550,6 +555,25 @@ static const struct tool_arg add_to_library_args[] = {
     {NULL, ARG_STRING, 0, 0, 0, NULL},
 };
 
+static const struct tool_arg update_scenario_args[] = {
+    {"patch", ARG_OBJECT, 1, 0, 0,
+     "keys to set in the active scenario; null removes a key; the pack's deep keys "
+     "(household) are merged one level deeper"},
+    {NULL, ARG_STRING, 0, 0, 0, NULL},
+};
+
+static const struct tool_arg get_scenario_args[] = {
+    {NULL, ARG_STRING, 0, 0, 0, NULL},
+};
+
+static const struct tool_arg uk_income_tax_args[] = {
+    {"query", ARG_STRING, 0, 0, TOOL_QUERY_MAX, "the question; an income after \"at\" is taxed too"},
+    {"income", ARG_INTEGER, 0, 0, 100000000, "an income in pounds to tax besides the earners'"},
+    {"country", ARG_STRING, 0, 1, 32, "scotland or rest_of_uk (default: the scenario's)"},
+    {"tax_year", ARG_STRING, 0, 7, 7, "like 2024-25 (default: the scenario's)"},
+    {NULL, ARG_STRING, 0, 0, 0, NULL},
+};
+
 static const struct tool_def registry[REGISTRY_SIZE] = {
     {"search_papers", "Search the local paper library with year and open-access filters.",
      search_papers_args, PACK_READ, run_search_papers},
@@ -557,6 +581,13 @@ static const struct tool_def registry[REGISTRY_SIZE] = {
      rag_search_args, PACK_READ, run_rag_search},
     {"add_to_library", "Save a paper to the project's library.", add_to_library_args, PACK_WRITE,
      run_add_to_library},
+    {"update_scenario", "Change the conversation's active scenario with a patch (a JSON object).",
+     update_scenario_args, PACK_WRITE, tool_update_scenario},
+    {"get_scenario", "Read the conversation's active scenario.", get_scenario_args, PACK_READ,
+     tool_get_scenario},
+    {"uk_income_tax", "UK income tax, net income and marginal rate for the scenario's earners "
+     "(Scottish and rest-of-UK bands, personal allowance taper).",
+     uk_income_tax_args, PACK_READ, tool_uk_income_tax},
 };
 
 const struct tool_def *tools_find(const char *name)
@@ -575,7 +606,7 @@ const struct tool_def *tools_find(const char *name)
 
 json_t *tools_schema_json(const struct tool_def *tool)
 {
-    static const char *const types[] = {"string", "integer", "boolean"};
+    static const char *const types[] = {"string", "integer", "boolean", "object"};
     json_t *props = json_object(), *required = json_array();
 
     for (const struct tool_arg *a = tool->args; props && required && a->name; a++) {

@@ -29,6 +29,11 @@
  *   recall_memory   the user's personal facts, one by key or all
  *   remember_fact   (write) stages a fact for the turn's publish
  *   forget_fact     (write) stages a fact's removal
+ *   update_scenario (write) merges a patch into the turn's active
+ *                   scenario (scenario.h); get_scenario reads it
+ *   uk_income_tax   income tax, net income and marginal rate of the
+ *                   scenario's earners and of a question's income
+ *                   (household.h)
  */
 #ifndef KEEL_PIPELINE_TOOLS_H
 #define KEEL_PIPELINE_TOOLS_H
@@ -56,12 +61,13 @@ struct tool_env {
     const char *user;                   /* whose personal facts; may be NULL */
     struct personal_pending *pending;   /* where a personal-fact change waits for
                                          * publish; NULL: writes are refused */
+    struct scenario_turn *scenario;     /* the turn's active scenario; NULL outside a turn */
 };
 
-enum tool_arg_type { ARG_STRING, ARG_INTEGER, ARG_BOOLEAN };
+enum tool_arg_type { ARG_STRING, ARG_INTEGER, ARG_BOOLEAN, ARG_OBJECT };
 
 /* One argument: strings have lengths min..max bytes, integers values
- * min..max. */
+ * min..max; objects are any JSON object (their owner checks them). */
 struct tool_arg {
     const char *name;       /* NULL ends a list */
     enum tool_arg_type type;
@@ -81,6 +87,13 @@ struct tool_def {
 
 /* The assistant pack's tools (tool_assistant.c): `*n` entries. */
 const struct tool_def *tools_assistant(size_t *n);
+/* The scenario's tools (scenario_tools.c), entries of the registry. */
+int tool_update_scenario(const struct tool_env *env, const json_t *args, json_t **result,
+                         struct keel_error *err);
+int tool_get_scenario(const struct tool_env *env, const json_t *args, json_t **result,
+                      struct keel_error *err);
+int tool_uk_income_tax(const struct tool_env *env, const json_t *args, json_t **result,
+                       struct keel_error *err);
 
 /* The registry entry named `name`, or NULL. */
 const struct tool_def *tools_find(const char *name);

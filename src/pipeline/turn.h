@@ -13,6 +13,7 @@
 #include "core/id.h"
 #include "pipeline/config.h"
 #include "pipeline/handlers.h"
+#include "pipeline/scenario.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/state.h"
 #include "pipeline/tools.h"
@@ -35,6 +36,7 @@ struct pipeline {
     struct websearch *websearch;       /* the web-search provider, or NULL (owned) */
     struct artifact_conf artifacts;    /* the pack's artifacts section (seed 001) */
     char *artifacts_dir;               /* the JSONL export, or NULL (owned) */
+    struct scenario_conf scenario;     /* the pack's scenario section (seed 004) */
     int trace;                         /* KEEL_DEBUG_TRACE=1, read once */
     char pack_dir[4200];
 };
@@ -124,6 +126,11 @@ struct turn {
     char *clarification;               /* owned; NULL when none */
     int ended;                         /* a stage ended the turn early */
     json_t *state_json;                /* the state as publish stored it */
+
+    /* the active scenario (scenario_turn.c) */
+    struct scenario_turn scenario;
+    char *scenario_text;               /* owned: as publish stored it */
+    char *scenario_delta_text;         /* owned */
 };
 
 /* A stage: returns KEEL_OK (possibly setting t->ended) or an error that
@@ -240,6 +247,25 @@ void turn_tool_env(struct turn *t, struct tool_env *env);
  * structured data. Returns KEEL_ENOMEM when the event cannot be built. */
 int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* The active scenario's part of a turn (scenario_turn.c).
+ * load: the stored scenario of an existing conversation (stage_load).
+ * begin: the pack's rules for the turn's role, then the request's copy
+ * of the scenario (client-owns-state: it wins) — KEEL_EINVAL naming
+ * "active_scenario" for a copy that is not an object, too large, or
+ * from a role that may not change it. classify: the household facts the
+ * message states, as a patch (a role that may not change the scenario
+ * changes nothing). prompt: the snapshot for the model's per-turn
+ * block. record: the scenario, its changes and version for publish's
+ * record (KEEL_ENOMEM). result: active_scenario, scenario_summary and
+ * scenario_changes into the turn's result (nonzero when out of memory). */
+int scenario_turn_load(struct turn *t, const struct store_conversation *conv,
+                       struct keel_error *err);
+int scenario_turn_begin(struct turn *t, struct keel_error *err);
+int scenario_turn_classify(struct turn *t, struct keel_error *err);
+int scenario_turn_prompt(const struct turn *t, struct keel_buf *b);
+int scenario_turn_record(struct turn *t, struct store_turn_record *rec, struct keel_error *err);
+int scenario_turn_result(const struct turn *t, json_t *result);
 
 /* Applies a delta to the turn's state and records it. */
 int turn_apply(struct turn *t, const struct state_delta *delta, struct keel_error *err);

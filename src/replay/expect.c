@@ -130,6 +130,12 @@ static const struct expect_key pipeline_keys[] = {
     {"artifact", "artifact.type", EQUAL, NULL, T_STRING | T_NULL, AS_IS},
     {"artifact_reason", "artifact_gate.reason", EQUAL, NULL, T_STRING, AS_IS},
     {"facts", "artifact.facts", EQUAL, NULL, T_INT, AS_IS},
+    /* the active scenario (seed 004); scenario_error: a scenario_patch step's refusal */
+    {"active_scenario", "active_scenario", SUBSET, NULL, T_OBJECT | T_NULL, AS_IS},
+    {"active_scenario_text", "active_scenario", EQUAL, NULL, T_STRING | T_NULL, TEXT},
+    {"scenario_summary", "scenario_summary", EQUAL, NULL, T_STRING | T_NULL, AS_IS},
+    {"scenario_changes", "scenario_changes", SUBSET, NULL, T_ARRAY | T_NULL, AS_IS},
+    {"scenario_error", "scenario_error", SUBSET, NULL, T_OBJECT | T_NULL, AS_IS},
     {NULL, NULL, EQUAL, NULL, 0, AS_IS},
 };
 

@@ -241,7 +241,7 @@ static int decide_turn(const struct case_setup *setup, const json_t *turn, const
  * events, …) side by side. A turn the pipeline refuses or fails is a
  * fixture error naming the turn. */
 static int pipeline_step(struct case_setup *setup, const char *path, const char *user,
-                         json_t **actual, struct keel_error *err)
+                         const json_t *scenario, json_t **actual, struct keel_error *err)
 {
     struct turn_request req = {
         .conversation_id = setup->conversation[0] ? setup->conversation : NULL,
@@ -249,6 +249,7 @@ static int pipeline_step(struct case_setup *setup, const char *path, const char 
         .message_len = strlen(user),
         .role = setup->role,
         .now_ms = setup->now,
+        .active_scenario = scenario,
     };
     json_t *result = NULL, *merged;
     int rc;
@@ -273,13 +274,44 @@ static int pipeline_step(struct case_setup *setup, const char *path, const char 
     return KEEL_OK;
 }
 
+/* A scenario_patch step (seed 004): `patch` changes the conversation's
+ * scenario outside a turn, as PATCH /v1/conversations/{id}/scenario
+ * does (null clears it). *actual is {active_scenario, scenario_summary,
+ * scenario_error: {code, field, message} or null}: a refused patch is
+ * an outcome to check, not a fixture error. */
+static int scenario_step(struct case_setup *setup, const char *path, const json_t *patch,
+                         json_t **actual, struct keel_error *err)
+{
+    json_t *scenario = NULL, *summary = NULL;
+    struct keel_error perr;
+    int rc;
+
+    if (!setup->conversation[0])
+        return keel_error_set(err, KEEL_EINVAL, path,
+                              "a scenario_patch step needs a conversation: a turn first");
+    keel_error_clear(&perr);
+    rc = pipeline_scenario_change(setup->pl, setup->conversation,
+                                  json_is_null(patch) ? NULL : patch, &scenario, &summary, &perr);
+    if (rc == KEEL_ENOMEM)
+        return keel_error_set(err, rc, path, "out of memory");
+    if (rc)
+        *actual = json_pack("{s:n, s:n, s:{s:s, s:s, s:s}}", "active_scenario",
+                            "scenario_summary", "scenario_error", "code", keel_result_token(rc),
+                            "field", perr.field, "message", perr.message);
+    else
+        *actual = json_pack("{s:o, s:o, s:n}", "active_scenario", scenario, "scenario_summary",
+                            summary, "scenario_error");
+    return *actual ? KEEL_OK : keel_error_set(err, KEEL_ENOMEM, path, "out of memory");
+}
+
 /* Runs turn `index` of a case — the policy decision under the turn's own
  * context over the case's, or the whole turn through the pipeline — and
  * checks it. Same returns as check_turn. */
 static int run_turn(struct replay *replay, struct case_setup *setup, const json_t *turn,
                     size_t index, struct keel_error *err)
 {
-    static const char *const turn_keys[] = {"user", "context", "expect", NULL};
+    static const char *const turn_keys[] = {"user", "context", "expect", "active_scenario",
+                                            "scenario_patch", NULL};
     char path[KEEL_JSON_PATH_MAX], field[KEEL_JSON_PATH_MAX];
     const char *user = NULL;
     json_t *actual = NULL;
@@ -288,8 +320,29 @@ static int run_turn(struct replay *replay, struct case_setup *setup, const json_
     keel_json_path_index(path, sizeof(path), "turns", index);
     if (!json_is_object(turn))
         return keel_error_set(err, KEEL_EINVAL, path, "must be an object");
-    if ((rc = keel_json_check_keys(turn, turn_keys, path, err)) ||
-        (rc = keel_json_get_string(turn, "user", 1, path, &user, err)))
+    if ((rc = keel_json_check_keys(turn, turn_keys, path, err)))
+        return rc;
+    if (json_object_get(turn, "scenario_patch") || json_object_get(turn, "active_scenario")) {
+        const char *key = json_object_get(turn, "scenario_patch") ? "scenario_patch"
+                                                                  : "active_scenario";
+        keel_json_path_key(field, sizeof(field), path, key);
+        if (!setup->pipeline)
+            return keel_error_set(err, KEEL_EINVAL, field,
+                                  "is used only in pipeline cases (\"pipeline\": true)");
+        if (json_object_get(turn, "scenario_patch") && json_object_get(turn, "user"))
+            return keel_error_set(err, KEEL_EINVAL, field,
+                                  "is a step of its own: a turn has either user or "
+                                  "scenario_patch");
+    }
+    if (json_object_get(turn, "scenario_patch")) {
+        if ((rc = scenario_step(setup, path, json_object_get(turn, "scenario_patch"), &actual,
+                                err)))
+            return rc;
+        rc = check_turn(replay, setup, turn, path, index, actual, err);
+        json_decref(actual);
+        return rc;
+    }
+    if ((rc = keel_json_get_string(turn, "user", 1, path, &user, err)))
         return rc;
     if (setup->pipeline && json_object_get(turn, "context")) {
         keel_json_path_key(field, sizeof(field), path, "context");
@@ -297,7 +350,8 @@ static int run_turn(struct replay *replay, struct case_setup *setup, const json_
                               "is not used in pipeline cases (the topic comes from the "
                               "conversation, the tools from the pack and the role)");
     }
-    rc = setup->pipeline ? pipeline_step(setup, path, user, &actual, err)
+    rc = setup->pipeline ? pipeline_step(setup, path, user, json_object_get(turn, "active_scenario"),
+                                         &actual, err)
                          : decide_turn(setup, turn, path, user, &actual, err);
     if (rc)
         return rc;

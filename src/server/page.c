@@ -7,7 +7,11 @@
  * its markdown; the conversation goes on until "New conversation". When
  * the server wants API keys (401), the page asks for one, keeps it for
  * the browser session, sends it as a Bearer header, and passes it to the
- * stream as ?access_token= (EventSource cannot send headers).
+ * stream as ?access_token= (EventSource cannot send headers). Above
+ * the input, a pill shows the conversation's active scenario in one line
+ * (its summary, from each turn's done event); clicking it shows the
+ * whole scenario as JSON with a reset button (DELETE
+ * /v1/conversations/{id}/scenario).
  */
 #include "server/server_int.h"
 
@@ -39,6 +43,11 @@ const char server_page[] =
     "form div{max-width:820px;margin:0 auto;display:flex;gap:8px}\n"
     "form input{flex:1;font:inherit;padding:8px}\n"
     "form button{font:inherit;padding:8px 16px}\n"
+    "#pillrow{max-width:820px;margin:0 auto 6px}\n"
+    "#pill{font:13px system-ui,sans-serif;padding:3px 12px;border-radius:999px;"
+    "border:1px solid #9db2e8;background:#eef3ff;color:#1d2330;cursor:pointer}\n"
+    "#scenario pre{background:#f6f7f9;padding:8px;max-height:50vh;overflow:auto;"
+    "font-size:13px}\n"
     "</style></head><body>\n"
     "<header><h1>keel</h1><label>pack <select id=\"pack\"></select></label>"
     "<button id=\"new\" type=\"button\">New conversation</button>"
@@ -46,12 +55,18 @@ const char server_page[] =
     "<input id=\"key\" type=\"password\" placeholder=\"API key\" hidden "
     "aria-label=\"API key\" style=\"font:inherit;padding:3px 6px\"></header>\n"
     "<main id=\"log\"></main>\n"
-    "<form id=\"form\"><div><input id=\"msg\" autocomplete=\"off\" maxlength=\"8192\" "
+    "<dialog id=\"scenario\" aria-label=\"active scenario\"><b>Active scenario</b>"
+    "<pre id=\"scenariojson\"></pre><button id=\"reset\" type=\"button\">Reset scenario</button> "
+    "<button id=\"close\" type=\"button\">Close</button></dialog>\n"
+    "<form id=\"form\"><div id=\"pillrow\"><button id=\"pill\" type=\"button\" hidden "
+    "title=\"The active scenario: click for all of it\"></button></div>"
+    "<div><input id=\"msg\" autocomplete=\"off\" maxlength=\"8192\" "
     "placeholder=\"Ask something…\" aria-label=\"message\">"
     "<button id=\"send\">Send</button></div></form>\n"
     "<script>\n"
     "'use strict';\n"
     "let conversation = null;\n"
+    "let scenario = null;\n"
     "const $ = (id) => document.getElementById(id);\n"
     "function key() { return sessionStorage.getItem('keel-key') || ''; }\n"
     "function headers(extra) { const h = Object.assign({}, extra || {});"
@@ -68,7 +83,24 @@ const char server_page[] =
     " $('pack').appendChild(o); }\n"
     "}\n"
     "function newConversation() { conversation = null; $('conv').textContent = '';"
-    " $('log').textContent = ''; $('pack').disabled = false; }\n"
+    " $('log').textContent = ''; $('pack').disabled = false; showScenario(null, null); }\n"
+    "function showScenario(s, summary) {\n"
+    "  scenario = s;\n"
+    "  $('pill').hidden = !s;\n"
+    "  $('pill').textContent = s ? (summary || 'Active scenario') : '';\n"
+    "  $('scenariojson').textContent = s ? JSON.stringify(s, null, 2) : '';\n"
+    "}\n"
+    "async function resetScenario() {\n"
+    "  if (!conversation) return;\n"
+    "  const r = await fetch('/v1/conversations/' + encodeURIComponent(conversation) +"
+    " '/scenario', { method: 'DELETE', headers: headers() });\n"
+    "  if (r.status === 401) { askKey(); return; }\n"
+    "  const j = await r.json();\n"
+    "  if (!r.ok) { $('scenariojson').textContent = j.error ? j.error.message :"
+    " 'error ' + r.status; return; }\n"
+    "  showScenario(j.active_scenario, j.scenario_summary);\n"
+    "  $('scenario').close();\n"
+    "}\n"
     "function showSources(box, sources) {\n"
     "  if (!sources || !sources.length) return;\n"
     "  const list = el('div', 'sources');\n"
@@ -124,6 +156,7 @@ const char server_page[] =
     "    es.addEventListener('reset', () => { answer.textContent = ''; });\n"
     "    es.addEventListener('done', (e) => { const d = JSON.parse(e.data);"
     " answer.hidden = false; answer.textContent = d.answer; showSources(turn, d.sources);"
+    " showScenario(d.active_scenario, d.scenario_summary);"
     " turn.dataset.done = '1'; es.close(); resolve(); });\n"
     "    es.addEventListener('done', (e) => showArtifact(turn, JSON.parse(e.data).artifact));\n"
     "    es.addEventListener('error', (e) => { if (e.data) { const d = JSON.parse(e.data);"
@@ -138,6 +171,9 @@ const char server_page[] =
     "  try { await send(text); } finally { $('send').disabled = false; $('msg').focus(); }\n"
     "});\n"
     "$('new').addEventListener('click', newConversation);\n"
+    "$('pill').addEventListener('click', () => { if (scenario) $('scenario').showModal(); });\n"
+    "$('reset').addEventListener('click', resetScenario);\n"
+    "$('close').addEventListener('click', () => $('scenario').close());\n"
     "$('key').addEventListener('change', () => {"
     " sessionStorage.setItem('keel-key', $('key').value.trim()); $('key').hidden = true;"
     " loadPacks(); });\n"

@@ -137,6 +137,7 @@ void job_free(struct job *job)
     if (!job)
         return;
     keel_free(job->message);
+    keel_free(job->scenario_json);
     keel_free(job);
 }
 

@@ -27,6 +27,7 @@ struct job {
     size_t message_len;
     int64_t now_ms;             /* 0: the clock when the turn runs */
     char traceparent[64];       /* the caller's W3C traceparent, "" when none */
+    char *scenario_json;        /* owned: the request's active_scenario (seed 004), or NULL */
     struct job *next;
 };
 

@@ -196,7 +196,7 @@ void route_conversation(struct server *srv, struct evhttp_request *req, const ch
 {
     struct store_conversation conv;
     struct keel_error err;
-    json_t *turns = NULL, *state = NULL;
+    json_t *turns = NULL, *state = NULL, *scenario = NULL, *summary = NULL;
 
     keel_error_clear(&err);
     if (store_load_conversation(srv->store, id, &conv, &err)) {
@@ -214,11 +214,14 @@ void route_conversation(struct server *srv, struct evhttp_request *req, const ch
         return;
     }
     state = json_loads(conv.state_json ? conv.state_json : "null", JSON_DECODE_ANY, NULL);
+    server_scenario_json(srv, &conv, &scenario, &summary);
     http_json(req, 200,
-              json_pack("{s:s, s:s, s:i, s:I, s:I, s:o, s:o, s:n}", "id", conv.id, "pack",
+              json_pack("{s:s, s:s, s:i, s:I, s:I, s:o, s:o, s:o, s:o}", "id", conv.id, "pack",
                         conv.pack, "turns", conv.turns, "created_ms", (json_int_t)conv.created_ms,
                         "updated_ms", (json_int_t)conv.updated_ms, "state",
-                        state ? state : json_null(), "messages", turns, "active_scenario"));
+                        state ? state : json_null(), "messages", turns, "active_scenario",
+                        scenario ? scenario : json_null(), "scenario_summary",
+                        summary ? summary : json_null()));
     store_conversation_release(&conv);
 }
 
@@ -395,6 +398,12 @@ void route_request(struct evhttp_request *req, void *arg)
             route_conversations_create(srv, req, &who);
         else
             http_error(req, 405, "method_not_allowed", NULL, "use GET or POST");
+        return;
+    }
+    if (!strncmp(path, "/v1/conversations/", 18) && strlen(path) > 27 &&
+        !strcmp(path + strlen(path) - 9, "/scenario")) {
+        snprintf(id, sizeof(id), "%.*s", (int)(strlen(path) - 27), path + 18);
+        route_scenario(srv, req, id, &who);
         return;
     }
     if (tail_id(path, "/v1/conversations/", id, sizeof(id)) && get) {

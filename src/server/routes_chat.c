@@ -284,9 +284,10 @@ void route_chat(struct server *srv, struct evhttp_request *req, const struct pri
     if (!message_ok(req, json_object_get(body, "message")))
         goto out;
     scenario = json_object_get(body, "active_scenario");
-    if (scenario && !json_is_null(scenario)) {
-        http_error(req, 400, "not_supported", "active_scenario",
-                   "scenarios are not supported by this build yet");
+    if (json_is_null(scenario))
+        scenario = NULL;   /* the client holds none: the stored one stays */
+    if (scenario && !who->open && !strcmp(who->role, "viewer")) {
+        http_error(req, 403, "forbidden", "active_scenario", "a viewer cannot change the scenario");
         goto out;
     }
     id = json_object_get(body, "conversation_id");
@@ -301,6 +302,20 @@ void route_chat(struct server *srv, struct evhttp_request *req, const struct pri
                    json_string_value(pack), 0);
     if (!job)
         goto out;
+    if (scenario) {   /* client-owns-state: the copy wins and is saved by the turn */
+        int oom = 0;
+        if (scenario_check(server_scenario_conf(srv, job->pack), scenario, "active_scenario",
+                           &err)) {
+            http_keel_error(req, &err);
+            job_free(job);
+            goto out;
+        }
+        if (!(job->scenario_json = scenario_dump(scenario, &oom))) {
+            http_error(req, 503, "no_memory", NULL, "out of memory");
+            job_free(job);
+            goto out;
+        }
+    }
     if (chat_enqueue(srv, req, who, job, cid, conv, sizeof(conv))) {
         job_free(job);
         goto out;
@@ -329,7 +344,7 @@ out:
  * stored events (classify's info event carries the kind, each tool call
  * an event with the tool and its arguments), the provider reports from
  * the decision log. */
-static json_t *summary_from_store(const json_t *turn)
+static json_t *summary_from_store(struct server *srv, const json_t *turn)
 {
     const json_t *decision = json_object_get(turn, "decision");
     const json_t *state = json_object_get(turn, "state");
@@ -352,7 +367,8 @@ static json_t *summary_from_store(const json_t *turn)
     }
     /* The stored turn in the shape of a pipeline result, summarised by
      * the one function that summarises live results. */
-    result = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:s?, s:o, s:O?, s:O*}",
+    result = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:s?, s:o, s:O?, s:O*,"
+                       " s:O?, s:o?}",
                        "correlation_id", json_object_get(turn, "correlation_id"),
                        "conversation_id", json_object_get(turn, "conversation_id"), "turn",
                        json_object_get(turn, "turn"), "answer",
@@ -363,7 +379,11 @@ static json_t *summary_from_store(const json_t *turn)
                            ? json_object_get(turn, "assistant")
                            : json_null(),
                        "kind", kind, "tools_called", tools ? tools : json_array(), "state", state,
-                       "providers", json_object_get(decision, "providers"));
+                       "providers", json_object_get(decision, "providers"), "active_scenario",
+                       json_object_get(turn, "active_scenario"), "scenario_summary",
+                       server_scenario_summary(
+                           srv, json_string_value(json_object_get(turn, "conversation_id")),
+                           json_object_get(turn, "active_scenario")));
     if (result && artifact)
         json_object_set(result, "artifact", (json_t *)artifact);
     summary = result ? server_result_summary(result) : NULL;
@@ -429,7 +449,7 @@ void route_response(struct server *srv, struct evhttp_request *req, const char *
     http_json(req, 200,
               json_pack("{s:s, s:O, s:s, s:o}", "correlation_id", cid, "conversation_id",
                         json_object_get(turn, "conversation_id"), "status", "done", "result",
-                        summary_from_store(turn)));
+                        summary_from_store(srv, turn)));
     json_decref(turn);
 }
 
@@ -574,7 +594,7 @@ static void stream_headers(struct evhttp_request *req)
 }
 
 /* The events of a stored turn, numbered as they were live. */
-static json_t *stored_events(const json_t *turn)
+static json_t *stored_events(struct server *srv, const json_t *turn)
 {
     json_t *out = json_array(), *e, *summary;
     const char *answer = json_string_value(json_object_get(turn, "assistant"));
@@ -599,7 +619,7 @@ static json_t *stored_events(const json_t *turn)
                                              "event", "token", "data", "text", piece));
         at = end;
     }
-    summary = summary_from_store(turn);
+    summary = summary_from_store(srv, turn);
     json_array_append_new(out, json_pack("{s:I, s:s, s:o}", "id", (json_int_t)++id, "event",
                                          "done", "data", summary ? summary : json_object()));
     return out;
@@ -657,7 +677,7 @@ void stream_open(struct server *srv, struct evhttp_request *req, const char *cid
             http_keel_error(req, &err);
             return;
         }
-        events = stored_events(turn);
+        events = stored_events(srv, turn);
         stream_headers(req);
         http_log(req, 200, cid);
         evhttp_send_reply_start(req, 200, "OK");

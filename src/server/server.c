@@ -181,6 +181,7 @@ static void server_release(struct server *srv)
     json_decref(srv->key_streams);
     memory_free(srv->memory);
     llm_free(srv->embedder);
+    server_scenarios_release(srv);
     store_close(srv->store);
 }
 
@@ -237,7 +238,8 @@ int server_run(const struct server_options *options, struct keel_error *err)
     if (evthread_use_pthreads())
         return keel_error_set(err, KEEL_EIO, "server", "libevent has no thread support");
     rc = KEEL_ENOMEM;
-    if ((rc = store_open(srv.opt.db, &srv.store, err)) || (rc = ingest_samples(&srv, err)))
+    if ((rc = store_open(srv.opt.db, &srv.store, err)) || (rc = ingest_samples(&srv, err)) ||
+        (rc = server_scenarios_load(&srv, err)))
         goto out;
     rc = KEEL_ENOMEM;
     if (!(srv.base = event_base_new()) || !(srv.http = evhttp_new(srv.base)) ||

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "pipeline/scenario.h"
 #include "server/bus.h"
 #include "server/queue.h"
 #include "server/server.h"
@@ -101,6 +102,8 @@ struct server {
     json_t *key_streams;             /* key id -> open streams */
     struct memory *memory;           /* long-term memory over `store`, made on first use */
     struct llm *embedder;            /* its /v1/embeddings model, or NULL (hashed) */
+    struct pack *scenario_packs[SERVER_PACKS_MAX];        /* each served pack, for: */
+    struct scenario_conf scenarios[SERVER_PACKS_MAX];     /* its scenario rules (seed 004) */
 };
 
 /* ---- http.c ------------------------------------------------------------ */
@@ -253,6 +256,31 @@ void server_pending_add(const char *id, const char *pack, const char *owner, int
 /* Forgets a named or pending conversation (it was deleted). */
 void server_pending_forget(const char *id);
 
+/* ---- routes_scenario.c (seed 004) --------------------------------------- */
+
+/* Loads each served pack's scenario rules (merge keys, cap, household
+ * summary) for the loop thread; release frees them. */
+int server_scenarios_load(struct server *srv, struct keel_error *err);
+void server_scenarios_release(struct server *srv);
+
+/* The scenario rules of `pack`, or defaults when it is not served. */
+const struct scenario_conf *server_scenario_conf(const struct server *srv, const char *pack);
+
+/* A stored conversation's scenario and its summary line as JSON values
+ * (null when none); nonzero when out of memory or the stored text is
+ * not a scenario (both then NULL). */
+int server_scenario_json(const struct server *srv, const struct store_conversation *conv,
+                         json_t **scenario, json_t **summary);
+
+/* The summary line of `scenario` under conversation `id`'s pack, as a
+ * JSON string or null (a new reference; NULL when out of memory). */
+json_t *server_scenario_summary(struct server *srv, const char *conversation_id,
+                                const json_t *scenario);
+
+/* GET, PATCH, DELETE /v1/conversations/{id}/scenario. */
+void route_scenario(struct server *srv, struct evhttp_request *req, const char *id,
+                    const struct principal *who);
+
 /* ---- workers.c --------------------------------------------------------- */
 
 int workers_start(struct server *srv, struct keel_error *err);
@@ -267,7 +295,8 @@ size_t server_answer_piece(const char *answer, size_t len, size_t at);
 
 /* The turn result as the API shows it: {correlation_id, conversation_id,
  * turn, answer, sources, decision: {intent, route, tool, reasons},
- * stage, clarification, tools_called, providers?, active_scenario}. */
+ * stage, clarification, tools_called, providers?, active_scenario,
+ * scenario_summary}. */
 json_t *server_result_summary(const json_t *result);
 
 #endif

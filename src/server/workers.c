@@ -16,6 +16,7 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "pipeline/pipeline.h"
 #include "server/server_int.h"
@@ -126,7 +127,7 @@ json_t *server_result_summary(const json_t *result)
                            : json_null();
 
     return json_pack("{s:O, s:O, s:O, s:O, s:O, s:{s:O, s:O, s:O, s:O}, s:O, s:O, s:O?, s:O,"
-                     " s:O, s:O*, s:n, s:o}",
+                     " s:O, s:O*, s:O?, s:O?, s:o}",
                      "correlation_id", json_object_get(result, "correlation_id"),
                      "conversation_id", json_object_get(result, "conversation_id"), "turn",
                      json_object_get(result, "turn"), "answer", json_object_get(result, "answer"),
@@ -140,8 +141,9 @@ json_t *server_result_summary(const json_t *result)
                      json_object_get(result, "kind"), "tools_called",
                      json_object_get(result, "tools_called"), "state",
                      json_object_get(result, "state"), "providers",
-                     json_object_get(result, "providers"), "active_scenario", "artifact",
-                     artifact);
+                     json_object_get(result, "providers"), "active_scenario",
+                     json_object_get(result, "active_scenario"), "scenario_summary",
+                     json_object_get(result, "scenario_summary"), "artifact", artifact);
 }
 
 static void run_job(struct worker *w, struct job *job)
@@ -164,13 +166,20 @@ static void run_job(struct worker *w, struct job *job)
         .token_ctx = &ctx,
     };
     struct keel_error err;
-    json_t *result = NULL, *summary;
+    json_t *result = NULL, *summary, *scenario = NULL;
 
     keel_error_clear(&err);
+    if (job->scenario_json &&
+        keel_json_parse(job->scenario_json, strlen(job->scenario_json), SCENARIO_BYTES_LIMIT * 2,
+                        "active_scenario", &scenario, &err))
+        p = -2;   /* checked when queued: only memory fails here */
+    req.active_scenario = scenario;
     bus_running(srv->bus, job->correlation_id);
     req.owner = job->owner[0] ? job->owner : NULL;
     req.traceparent = job->traceparent[0] ? job->traceparent : NULL;
-    if (p < 0)
+    if (p == -2)
+        ;   /* err says why */
+    else if (p < 0)
         keel_error_set(&err, KEEL_EINVAL, "pack", "pack \"%s\" is not served", job->pack);
     else if (job->role[0] && !(req.role = pipeline_role_for(w->pl[p], job->role)))
         keel_error_set(&err, KEEL_EINVAL, "role", "pack %s has no read-only role for a viewer",
@@ -201,6 +210,7 @@ static void run_job(struct worker *w, struct job *job)
                    keel_clock_now());
     }
     json_decref(result);
+    json_decref(scenario);
 }
 
 static void *worker_main(void *arg)

@@ -292,6 +292,17 @@ int store_delete_conversation(struct store *store, const char *id, struct keel_e
     return rc ? rc : store->ops->delete_conversation(store, id, err);
 }
 
+int store_scenario_set(struct store *store, const char *id, int64_t version,
+                       const char *scenario_json, struct keel_error *err)
+{
+    int rc = check_id(id, err);
+
+    if (!rc && scenario_json && strlen(scenario_json) > STORE_TEXT_MAX)
+        rc = keel_error_set(err, KEEL_ETOOBIG, "active_scenario", "is larger than %u bytes",
+                            STORE_TEXT_MAX);
+    return rc ? rc : store->ops->scenario_set(store, id, version, scenario_json, err);
+}
+
 int store_metrics_reset(struct store *store, struct keel_error *err)
 {
     return store->ops->metrics_reset(store, err);
@@ -412,6 +423,7 @@ void store_conversation_release(struct store_conversation *conv)
     keel_free(conv->pack);
     keel_free(conv->owner);
     keel_free(conv->state_json);
+    keel_free(conv->scenario_json);
     memset(conv, 0, sizeof(*conv));
 }
 

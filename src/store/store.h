@@ -124,6 +124,8 @@ struct store_conversation {
     int turns;
     int64_t created_ms;
     int64_t updated_ms;
+    char *scenario_json;        /* the active scenario (seed 004), NULL: none */
+    int64_t scenario_version;   /* counts its changes; a write names the one it read */
 };
 
 /* An API key: its id ("key_…"), the user it acts for and its role
@@ -265,6 +267,15 @@ struct store_turn_record {
     const struct store_memory_change *memory;   /* the remember stage's decision, or NULL */
     const struct store_personal_change *personal;   /* a personal fact set or removed, or NULL */
     const struct store_artifact *artifact;      /* the artifact stage's artifact, or NULL */
+    /* The active scenario (seed 004): scenario_json is the scenario after
+     * the turn (NULL: none), kept on the turn; scenario_changed also
+     * writes it to the conversation, provided its version is still
+     * scenario_version (the one the turn read), else the save is a
+     * conflict; scenario_delta_json is the turn's changes (NULL: none). */
+    const char *scenario_json;
+    const char *scenario_delta_json;
+    int scenario_changed;
+    int64_t scenario_version;
 };
 
 /* Called by memory_sync for each change to the active runs, in order:
@@ -330,6 +341,8 @@ struct store_ops {
                         struct keel_error *err);
     int (*facts_list)(struct store *store, const struct store_fact_query *query, json_t **out,
                       struct keel_error *err);
+    int (*scenario_set)(struct store *store, const char *id, int64_t version,
+                        const char *scenario_json, struct keel_error *err);
 };
 
 /* Every backend's struct starts with this. */
@@ -387,8 +400,9 @@ int store_list_turns(struct store *store, const char *id, json_t **out, struct k
 
 /* The stored turn whose correlation id is `correlation_id`, as a new JSON
  * object {conversation_id, turn, ts, correlation_id, user, assistant,
- * clarification, state, events, sources, decision} (state, events,
- * sources and decision as JSON values, not text); KEEL_ENOTFOUND when no
+ * clarification, state, events, sources, decision, active_scenario,
+ * scenario_delta} (JSON values, not text; the scenario after the turn
+ * and the turn's changes of it, null when none); KEEL_ENOTFOUND when no
  * turn has that id. */
 int store_get_turn(struct store *store, const char *correlation_id, json_t **out,
                    struct keel_error *err);
@@ -503,6 +517,14 @@ int store_facts_list(struct store *store, const struct store_fact_query *query, 
  * ids, JSON texts, fact stores and confidences (KEEL_EINVAL naming
  * "artifact.…"). */
 int store_artifact_check(const struct store_artifact *artifact, struct keel_error *err);
+/* The active scenario (seed 004; migration 8). Replaces conversation
+ * `id`'s scenario with `scenario_json` (NULL: none) outside a turn, in
+ * one transaction, provided its version is still `version`; the version
+ * then counts one more. KEEL_ENOTFOUND when there is no such
+ * conversation, KEEL_EFAIL (field "active_scenario") when the scenario
+ * changed since it was read; nothing is written then. */
+int store_scenario_set(struct store *store, const char *id, int64_t version,
+                       const char *scenario_json, struct keel_error *err);
 
 /* Frees what a conversation owns. */
 void store_conversation_release(struct store_conversation *conv);

@@ -870,6 +870,13 @@ static int mem_save_turn(struct store *store, const struct store_turn_record *re
     return rc;
 }
 
+static int mem_scenario_set(struct store *store, const char *id, int64_t version,
+                            const char *scenario_json, struct keel_error *err)
+{
+    return mem_conv_scenario_set(((struct store_mem *)store)->conv, id, version, scenario_json,
+                                 err);
+}
+
 static int mem_metrics(struct store *store, json_t **out, struct keel_error *err)
 {
     return mem_conv_metrics(((struct store_mem *)store)->conv, out, err);
@@ -1009,6 +1016,7 @@ static const struct store_ops mem_ops = {
     .artifacts_list = mem_artifacts_list_op,
     .artifact_get = mem_artifact_get_op,
     .facts_list = mem_facts_list_op,
+    .scenario_set = mem_scenario_set,
 };
 
 /* Opens an empty in-memory store into *out; close it with store_close(),

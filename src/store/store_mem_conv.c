@@ -46,6 +46,12 @@ int mem_conv_load(const struct mem_conversations *conv, const char *id,
     out->turns = (int)json_integer_value(json_object_get(c, "turns"));
     out->created_ms = json_integer_value(json_object_get(c, "created"));
     out->updated_ms = json_integer_value(json_object_get(c, "updated"));
+    out->scenario_version = json_integer_value(json_object_get(c, "scenario_version"));
+    if (json_is_string(json_object_get(c, "scenario")) &&
+        !(out->scenario_json = keel_strdup(json_string_value(json_object_get(c, "scenario"))))) {
+        store_conversation_release(out);
+        return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
+    }
     if (json_is_string(json_object_get(c, "owner")) &&
         !(out->owner = keel_strdup(json_string_value(json_object_get(c, "owner"))))) {
         store_conversation_release(out);
@@ -63,7 +69,7 @@ int mem_conv_load(const struct mem_conversations *conv, const char *id,
 static json_t *turn_json(const struct store_turn_record *rec)
 {
     return json_pack("{s:i,s:I,s:s,s:s,s:s,s:b,s:s,s:s,s:s,s:s,s:s?,s:s?,s:s?,s:s?,s:s?,s:s?,"
-                     "s:s,s:s}",
+                     "s:s,s:s,s:s?,s:s?}",
                      "turn", rec->seq, "ts", (json_int_t)rec->ts_ms, "correlation_id",
                      rec->correlation_id, "user", rec->user_text, "assistant",
                      rec->assistant_text, "clarification", rec->clarification != 0, "state",
@@ -71,7 +77,33 @@ static json_t *turn_json(const struct store_turn_record *rec)
                      "sources", rec->sources_json, "intent", rec->intent, "route", rec->route,
                      "tool", rec->tool, "arguments", rec->arguments_json, "stage_from",
                      rec->stage_from, "stage_to", rec->stage_to, "reasons", rec->reasons_json,
-                     "decision", rec->decision_json);
+                     "decision", rec->decision_json, "active_scenario", rec->scenario_json,
+                     "scenario_delta", rec->scenario_delta_json);
+}
+
+/* Sets the scenario of conversation object `c` (NULL: none) when its
+ * version is `version`, counting one more. KEEL_EFAIL or KEEL_ENOMEM
+ * leave `c` as it was. */
+static int set_scenario(json_t *c, const char *id, int64_t version, const char *json,
+                        struct keel_error *err)
+{
+    json_int_t now = json_integer_value(json_object_get(c, "scenario_version"));
+    json_t *text = json ? json_string(json) : NULL;
+
+    if (now != version) {
+        json_decref(text);
+        return keel_error_set(err, KEEL_EFAIL, "active_scenario",
+                              "the scenario of conversation \"%s\" changed since it was read", id);
+    }
+    if ((json && !text) || json_object_set_new(c, "scenario_version", json_integer(now + 1))) {
+        json_decref(text);
+        return keel_error_set(err, KEEL_ENOMEM, "active_scenario", "out of memory");
+    }
+    if (text && json_object_set_new(c, "scenario", text))
+        return keel_error_set(err, KEEL_ENOMEM, "active_scenario", "out of memory");
+    if (!text)
+        json_object_del(c, "scenario");
+    return KEEL_OK;
 }
 
 /* Builds the conversation as it is after `rec`, or fails leaving all as
@@ -113,6 +145,14 @@ static int next_conversation(const struct mem_conversations *conv,
     }
     if (!c)
         return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
+    if (rec->scenario_changed) {
+        int rc = set_scenario(c, rec->conversation_id, rec->scenario_version, rec->scenario_json,
+                              err);
+        if (rc) {
+            json_decref(c);
+            return rc;
+        }
+    }
     *out = c;
     return KEEL_OK;
 }
@@ -181,7 +221,10 @@ int mem_conv_save(struct mem_conversations **convp, const struct store_turn_reco
     if ((rc = next_conversation(conv, rec, &c, err)) ||
         (rc = next_metrics(conv, rec, &m, &h, err))) {
         json_decref(c);
-        return rc;
+        /* a copy that lost a key to a failed allocation is no conflict */
+        return keel_alloc_failures() != failures
+                   ? keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory")
+                   : rc;
     }
     if (keel_alloc_failures() != failures) {   /* jansson's copies skip keys they cannot add */
         json_decref(c);
@@ -199,8 +242,6 @@ int mem_conv_save(struct mem_conversations **convp, const struct store_turn_reco
     }
     /* Replaced through an iterator: json_object_set_new may grow the
      * table (and fail) even for a key it has. */
-    /* Replaced through an iterator: json_object_set_new may rehash (and
-     * fail) before it finds the key it would replace. */
     json_object_iter_set_new(conv->by_id, json_object_iter_at(conv->by_id, rec->conversation_id),
                              c);
     json_decref(conv->metrics);
@@ -280,7 +321,9 @@ int mem_conv_get_turn(const struct mem_conversations *conv, const char *correlat
                 if ((rc = parsed_into(t, "state", turn, err)) ||
                     (rc = parsed_into(t, "events", turn, err)) ||
                     (rc = parsed_into(t, "sources", turn, err)) ||
-                    (rc = parsed_into(t, "decision", turn, err))) {
+                    (rc = parsed_into(t, "decision", turn, err)) ||
+                    (rc = parsed_into(t, "active_scenario", turn, err)) ||
+                    (rc = parsed_into(t, "scenario_delta", turn, err))) {
                     json_decref(t);
                     return rc;
                 }
@@ -347,6 +390,26 @@ int mem_conv_delete(struct mem_conversations *conv, const char *id, struct keel_
     if (!conv || !json_object_get(conv->by_id, id))
         return not_found(id, err);
     json_object_del(conv->by_id, id);
+    return KEEL_OK;
+}
+
+int mem_conv_scenario_set(struct mem_conversations *conv, const char *id, int64_t version,
+                          const char *scenario_json, struct keel_error *err)
+{
+    json_t *c = conv ? json_object_get(conv->by_id, id) : NULL, *next;
+    long failures = keel_alloc_failures();
+    int rc;
+
+    if (!c)
+        return not_found(id, err);
+    if (!(next = json_copy(c)))   /* shallow: the swap below cannot fail half-way */
+        return keel_error_set(err, KEEL_ENOMEM, "active_scenario", "out of memory");
+    if ((rc = set_scenario(next, id, version, scenario_json, err)) ||
+        keel_alloc_failures() != failures) {
+        json_decref(next);
+        return rc ? rc : keel_error_set(err, KEEL_ENOMEM, "active_scenario", "out of memory");
+    }
+    json_object_set_new(conv->by_id, id, next);   /* replaces an existing key: cannot fail */
     return KEEL_OK;
 }
 

@@ -27,6 +27,8 @@ int mem_conv_delete(struct mem_conversations *conv, const char *id, struct keel_
 int mem_conv_metrics_reset(struct mem_conversations *conv, struct keel_error *err);
 int mem_conv_metrics_history(const struct mem_conversations *conv, int aggregate_minutes,
                              int limit, json_t **out, struct keel_error *err);
+int mem_conv_scenario_set(struct mem_conversations *conv, const char *id, int64_t version,
+                          const char *scenario_json, struct keel_error *err);
 int mem_conv_get_turn(const struct mem_conversations *conv, const char *correlation_id,
                       json_t **out, struct keel_error *err);
 

@@ -994,6 +994,7 @@ static const struct store_ops sqlite_ops = {
     .artifacts_list = sqlite_artifacts_list,
     .artifact_get = sqlite_artifact_get,
     .facts_list = sqlite_facts_list,
+    .scenario_set = sqlite_scenario_set,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

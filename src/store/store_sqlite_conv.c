@@ -40,9 +40,11 @@ int sqlite_load_conversation(struct store *store, const char *id, struct store_c
         out->turns = sqlite3_column_int(stmt, 2);
         out->created_ms = sqlite3_column_int64(stmt, 3);
         out->updated_ms = sqlite3_column_int64(stmt, 4);
+        out->scenario_version = sqlite3_column_int64(stmt, 7);
         if (!(out->id = keel_strdup(id)) || sqlite_column_dup(stmt, 0, &out->pack) ||
             sqlite_column_dup(stmt, 1, &out->state_json) ||
-            sqlite_column_dup(stmt, 5, &out->owner)) {
+            sqlite_column_dup(stmt, 5, &out->owner) ||
+            sqlite_column_dup(stmt, 6, &out->scenario_json)) {
             store_conversation_release(out);
             rc = keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
         }
@@ -160,6 +162,7 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
         (rc = sqlite_tx_begin(st, "saving a turn", err)))
         return rc;
     if ((rc = write_conversation(st, rec, err)) || (rc = write_turn(st, rec, err)) ||
+        (rc = sqlite_scenario_turn_write(st, rec, err)) ||
         (rec->memory && (rc = sqlite_memory_write(st, rec->memory, err))) ||
         (rec->personal && (rc = sqlite_personal_write(st, rec->personal, err))) ||
         (rec->artifact && (rc = sqlite_artifact_write(st, rec, err))) ||
@@ -272,7 +275,9 @@ int sqlite_get_turn(struct store *store, const char *correlation_id, json_t **ou
     } else if (!(rc = set_parsed(turn, "state", stmt, 6, err)) &&
                !(rc = set_parsed(turn, "events", stmt, 7, err)) &&
                !(rc = set_parsed(turn, "sources", stmt, 8, err)) &&
-               !(rc = set_parsed(turn, "decision", stmt, 9, err))) {
+               !(rc = set_parsed(turn, "decision", stmt, 9, err)) &&
+               !(rc = set_parsed(turn, "active_scenario", stmt, 11, err)) &&
+               !(rc = set_parsed(turn, "scenario_delta", stmt, 12, err))) {
         *out = turn;
         turn = NULL;
     }

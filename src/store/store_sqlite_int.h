@@ -75,6 +75,8 @@ enum stmt_id {
     ST_FACTS_LIST,
     ST_CONV_DELETE_FACTS,
     ST_CONV_DELETE_ARTIFACTS,
+    ST_SCENARIO_SET,
+    ST_SCENARIO_TURN,
     ST_COUNT
 };
 
@@ -189,5 +191,13 @@ int sqlite_facts_list(struct store *store, const struct store_fact_query *query,
 
 int sqlite_metrics_history(struct store *store, int aggregate_minutes, int limit, json_t **out,
                            struct keel_error *err);
+
+/* The active scenario (store_sqlite_scenario.c). turn_write: a turn's
+ * scenario inside the caller's transaction (after the turn row). set:
+ * the port's scenario_set, in a transaction of its own. */
+int sqlite_scenario_turn_write(struct sqlite_store *st, const struct store_turn_record *rec,
+                               struct keel_error *err);
+int sqlite_scenario_set(struct store *store, const char *id, int64_t version,
+                        const char *scenario_json, struct keel_error *err);
 
 #endif

@@ -170,6 +170,13 @@ const struct migration sqlite_migrations[] = {
         " judge TEXT NOT NULL,"
         " task TEXT NOT NULL,"
         " created_at INTEGER NOT NULL);"},
+    /* 8: the active scenario (seed 004) of a conversation, with a version
+     * that each change counts, and on each turn the scenario after it and
+     * the turn's changes. */
+    {8, "ALTER TABLE conversations ADD COLUMN scenario TEXT;"
+        "ALTER TABLE conversations ADD COLUMN scenario_version INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE turns ADD COLUMN scenario_after TEXT;"
+        "ALTER TABLE turns ADD COLUMN scenario_delta TEXT;"},
     /* 9: artifacts (seed 001) and the facts distilled from them; both
      * written in their turn's transaction. */
     {9, "CREATE TABLE artifacts ("
@@ -271,8 +278,8 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
         " ORDER BY top.score DESC, top.document_id ASC, top.ordinal ASC",
     [ST_COUNTS] = "SELECT (SELECT count(*) FROM papers), (SELECT count(*) FROM documents),"
                   " (SELECT count(*) FROM chunks)",
-    [ST_CONV_GET] = "SELECT pack, state, turns, created_at, updated_at, owner FROM conversations"
-                    " WHERE id = ?1",
+    [ST_CONV_GET] = "SELECT pack, state, turns, created_at, updated_at, owner, scenario,"
+                    " scenario_version FROM conversations WHERE id = ?1",
     [ST_CONV_INSERT] = "INSERT INTO conversations (id, pack, state, turns, created_at, updated_at,"
                        " owner) VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5)",
     /* Guarded by the turn count: a turn saved from a stale read changes
@@ -297,7 +304,8 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
                       "  AND a.turn_seq = t.seq AND a.role = 'assistant'"
                       " WHERE t.conversation_id = ?1 ORDER BY t.seq",
     [ST_TURN_GET] = "SELECT t.conversation_id, t.seq, t.created_at, t.clarification, u.text, a.text,"
-                    " t.state_after, t.events, t.sources, d.decision, t.correlation_id"
+                    " t.state_after, t.events, t.sources, d.decision, t.correlation_id,"
+                    " t.scenario_after, t.scenario_delta"
                     " FROM turns AS t"
                     " JOIN messages AS u ON u.conversation_id = t.conversation_id"
                     "  AND u.turn_seq = t.seq AND u.role = 'user'"
@@ -379,6 +387,13 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
                       " ORDER BY seq DESC LIMIT ?6 OFFSET ?7",
     [ST_CONV_DELETE_FACTS] = "DELETE FROM facts WHERE conversation_id = ?1",
     [ST_CONV_DELETE_ARTIFACTS] = "DELETE FROM artifacts WHERE conversation_id = ?1",
+    /* The scenario (seed 004): replaced only when its version is still
+     * the one the writer read. */
+    [ST_SCENARIO_SET] = "UPDATE conversations SET scenario = ?2,"
+                        " scenario_version = scenario_version + 1"
+                        " WHERE id = ?1 AND scenario_version = ?3",
+    [ST_SCENARIO_TURN] = "UPDATE turns SET scenario_after = ?3, scenario_delta = ?4"
+                         " WHERE conversation_id = ?1 AND seq = ?2",
     [ST_METRICS_HISTORY] =
         "SELECT period, name, sum(value) FROM"
         " (SELECT (minute / ?1) * ?1 AS period, name, value FROM metrics_minutes)"

@@ -991,7 +991,8 @@ static void count_event(void *ctx, const json_t *event)
 static int turn_try(struct chat *c, const char *conversation, const char *message, size_t n,
                     const char *role, json_t **out, struct keel_error *err)
 {
-    struct turn_request req = {conversation, message, n, role, T0, count_event, c, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    struct turn_request req = {.conversation_id = conversation, .message = message, .message_len = n,
+                               .role = role, .now_ms = T0, .on_event = count_event, .event_ctx = c};
 
     keel_error_clear(err);
     return pipeline_turn(c->pl, &req, out, err);
@@ -1395,7 +1396,8 @@ START_TEST(test_turn_stale_writer_conflict)
     char path[sizeof(fault_dir) + 64], id[128];
     json_t *r, *out = NULL, *list = NULL;
     struct interleave in = {&b, id, 0, -1, ""};
-    struct turn_request req = {id, "Sunshine", 8, NULL, T0, interleave_event, &in, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    struct turn_request req = {.conversation_id = id, .message = "Sunshine", .message_len = 8,
+                               .now_ms = T0, .on_event = interleave_event, .event_ctx = &in};
 
     snprintf(path, sizeof(path), "%s/stale-%ld.db", fault_dir, (long)getpid());
     ck_assert_int_eq(store_open(path, &store_a, &err), KEEL_OK);

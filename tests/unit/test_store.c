@@ -846,7 +846,7 @@ START_TEST(test_sqlite_reopen_keeps_data)
     struct store *store;
     struct store_paper paper = paper_make("p1", "Persistent homology", "Topology of data.", 2012, 1);
     struct keel_error err;
-    char path[sizeof(db_path)], location[sizeof(db_path) + 8], first[256], second[256];
+    char path[sizeof(db_path)], location[sizeof(db_path) + 8], first[512], second[512];
     struct chunk_hits chunks;
 
     keel_clock_pin(NOW_MS);
@@ -860,8 +860,8 @@ START_TEST(test_sqlite_reopen_keeps_data)
     ck_assert_str_eq(first, "1@2026-02-07T12:00:00.000Z;2@2026-02-07T12:00:00.000Z;"
                             "3@2026-02-07T12:00:00.000Z;4@2026-02-07T12:00:00.000Z;"
                             "5@2026-02-07T12:00:00.000Z;6@2026-02-07T12:00:00.000Z;"
-                            "7@2026-02-07T12:00:00.000Z;9@2026-02-07T12:00:00.000Z;"
-                            "10@2026-02-07T12:00:00.000Z;");
+                            "7@2026-02-07T12:00:00.000Z;8@2026-02-07T12:00:00.000Z;"
+                            "9@2026-02-07T12:00:00.000Z;10@2026-02-07T12:00:00.000Z;");
 
     /* A day later, through the "sqlite:" form of the location. */
     keel_clock_pin(NOW_MS + 86400000);

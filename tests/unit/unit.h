@@ -46,5 +46,6 @@ Suite *suite_server(void);
 Suite *suite_assistant(void);
 Suite *suite_artifact(void);
 Suite *suite_artifact_store(void);
+Suite *suite_scenario(void);
 
 #endif
