@@ -122,6 +122,33 @@ static int env_int(const char *name, int dflt)
     return s && *s ? (int)strtol(s, NULL, 10) : dflt;
 }
 
+/* KEEL_BENCH_HNSW_EF_SWEEP="32,64,128": a line per ef_search on the
+ * same graph (for tuning; the conf's ef_search is set back after). */
+static void sweep_ef(struct memory_index *ix, const struct memory_index_conf *conf,
+                     const struct query *qs, size_t runs)
+{
+    const char *list = getenv("KEEL_BENCH_HNSW_EF_SWEEP");
+    struct memory_index_conf c = *conf;
+    struct timing t;
+    char *end;
+
+    while (list && *list) {
+        long ef = strtol(list, &end, 10);
+        if (end == list)
+            break;
+        c.ef_search = (int)ef;
+        if (!memory_index_configure(ix, &c)) {
+            time_queries(ix, qs, &t);
+            printf("{\"bench\": \"memory.decide.ef\", \"runs\": %zu, \"ef_search\": %ld,"
+                   " \"median_us\": %.1f, \"p99_us\": %.1f, \"recall_at3\": %.4f}\n",
+                   runs, ef, t.median_us, t.p99_us, t.recall);
+            fflush(stdout);
+        }
+        list = *end == ',' ? end + 1 : end;
+    }
+    memory_index_configure(ix, conf);
+}
+
 static int one_size(size_t runs, const struct memory_index_conf *conf)
 {
     struct memory_index *ix = memory_index_new(MEMORY_DIM);
@@ -165,6 +192,7 @@ static int one_size(size_t runs, const struct memory_index_conf *conf)
             return 1;
         }
         build_s = (bench_now_ns() - t0) / 1e9;
+        sweep_ef(ix, conf, qs, runs);
         time_queries(ix, qs, &used);
     }
     memory_index_stats(ix, &st);

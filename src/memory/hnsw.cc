@@ -95,6 +95,11 @@ extern "C" int hnsw_reserve(struct hnsw *h, size_t capacity)
     return rc;
 }
 
+extern "C" void hnsw_set_ef(struct hnsw *h, int ef_search)
+{
+    h->graph->setEf(static_cast<size_t>(ef_search > 0 ? ef_search : 1));
+}
+
 extern "C" int hnsw_add(struct hnsw *h, uint64_t label, const float *v)
 {
     int rc = KEEL_OK;

@@ -43,6 +43,9 @@ void hnsw_free(struct hnsw *h);
  * KEEL_ENOMEM leaves the graph as it was. Not concurrent with anything. */
 int hnsw_reserve(struct hnsw *h, size_t capacity);
 
+/* Sets ef_search (at least 1). Not concurrent with searches. */
+void hnsw_set_ef(struct hnsw *h, int ef_search);
+
 /* Adds the vector of `label`, or replaces it (and undeletes it) when the
  * label is there. KEEL_ETOOBIG when the graph is full (see hnsw_reserve);
  * KEEL_ENOMEM. */

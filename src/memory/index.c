@@ -74,6 +74,7 @@ struct memory_index {
     int want_builders;        /* of the build running */
     struct timespec build_start;
     double build_seconds;
+    unsigned builds;
 };
 
 void memory_index_conf_default(struct memory_index_conf *conf)
@@ -263,6 +264,7 @@ static void build_done_locked(struct memory_index *ix)
     }
     ix->state = GRAPH_READY;
     ix->build_seconds = seconds_since(&ix->build_start);
+    ix->builds++;
 }
 
 /* A builder: adds the runs of the labels it claims with their current
@@ -392,14 +394,32 @@ static void graph_remove(struct memory_index *ix, uint64_t label)
     }
 }
 
+int memory_index_conf_check(const struct memory_index_conf *conf)
+{
+    return conf->m < 2 || conf->m > 100 || conf->ef_construction < 1 ||
+                   conf->ef_construction > 4096 || conf->ef_search < 1 ||
+                   conf->ef_search > 4096 || conf->threads < 1 || conf->threads > BUILDERS_MAX
+               ? KEEL_EINVAL
+               : KEEL_OK;
+}
+
 int memory_index_configure(struct memory_index *ix, const struct memory_index_conf *conf)
 {
-    if (conf->m < 2 || conf->m > 100 || conf->ef_construction < 1 ||
-        conf->ef_construction > 4096 || conf->ef_search < 1 || conf->ef_search > 4096 ||
-        conf->threads < 1 || conf->threads > BUILDERS_MAX)
+    if (memory_index_conf_check(conf))
         return KEEL_EINVAL;
     pthread_rwlock_wrlock(&ix->lock);
     ix->conf = *conf;
+    if (ix->graph)   /* m and ef_construction apply from the next build */
+        hnsw_set_ef(ix->graph, conf->ef_search);
+    if (!conf->approximate_from && ix->graph) {   /* never: the graph goes */
+        if (ix->state == GRAPH_BUILDING) {
+            atomic_store(&ix->failed, 1);
+        } else {
+            hnsw_free(ix->graph);
+            ix->graph = NULL;
+            ix->state = GRAPH_NONE;
+        }
+    }
     if (ix->state == GRAPH_FAILED)
         ix->state = GRAPH_NONE;
     maybe_build(ix);
@@ -427,13 +447,15 @@ void memory_index_stats(struct memory_index *ix, struct memory_index_stats *out)
     pthread_rwlock_rdlock(&ix->lock);
     out->runs = ix->n;
     out->graph = ix->state;
-    out->answering = ix->state == GRAPH_READY && ix->n >= ix->conf.approximate_from
+    out->answering = ix->state == GRAPH_READY && ix->conf.approximate_from &&
+                             ix->n >= ix->conf.approximate_from
                          ? "hnsw"
                          : "int8 scan";
     out->bytes = ix->cap * ((size_t)ix->dim * (sizeof(float) + 1) + ID_MAX + sizeof(uint64_t)) +
                  ix->table_cap * sizeof(int32_t) + ix->slot_of_cap * sizeof(uint32_t) +
                  (ix->graph && ix->state == GRAPH_READY ? hnsw_bytes(ix->graph) : 0);
     out->build_seconds = ix->build_seconds;
+    out->builds = ix->builds;
     pthread_rwlock_unlock(&ix->lock);
 }
 
@@ -608,7 +630,8 @@ size_t memory_index_search(const struct memory_index *ix, const float *q, size_t
     if (!k)
         return 0;
     pthread_rwlock_rdlock((pthread_rwlock_t *)&ix->lock);
-    if (ix->state == GRAPH_READY && ix->n >= ix->conf.approximate_from) {
+    if (ix->state == GRAPH_READY && ix->conf.approximate_from &&
+        ix->n >= ix->conf.approximate_from) {
         long got = graph_search(ix, q, k, min, hits, orders);
         if (got >= 0) {
             pthread_rwlock_unlock((pthread_rwlock_t *)&ix->lock);

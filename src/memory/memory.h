@@ -70,6 +70,10 @@ struct memory_index_conf {
  * measured by make bench BENCH=memory (docs/memory.md). */
 void memory_index_conf_default(struct memory_index_conf *conf);
 
+/* KEEL_EINVAL when a parameter is out of range: m 2..100, ef_construction
+ * and ef_search 1..4096, threads 1..4. */
+int memory_index_conf_check(const struct memory_index_conf *conf);
+
 /* An empty index of `dim`-dimensional vectors, with the default conf.
  * NULL when out of memory. */
 struct memory_index *memory_index_new(int dim);
@@ -77,7 +81,8 @@ void memory_index_free(struct memory_index *ix);
 
 /* Sets the approximate index's conf: starts building the graph when
  * the index already holds enough runs, and forgets a graph whose build
- * failed, so it is tried again. KEEL_EINVAL for a parameter out of
+ * failed, so it is tried again. ef_search applies to a graph at once,
+ * m and ef_construction from its next build. KEEL_EINVAL for a parameter out of
  * range (nothing changes). */
 int memory_index_configure(struct memory_index *ix, const struct memory_index_conf *conf);
 
@@ -91,6 +96,7 @@ struct memory_index_stats {
     int graph;               /* 0 none, 1 building, 2 ready, 3 failed */
     size_t bytes;            /* held by the index (the graph's estimated) */
     double build_seconds;    /* of the last finished graph build */
+    unsigned builds;         /* graph builds finished */
 };
 
 void memory_index_stats(struct memory_index *ix, struct memory_index_stats *out);
@@ -125,6 +131,7 @@ struct memory_conf {
     double same_task_similarity; /* a run this close is the same task: 0.95 */
     struct llm *embedder;        /* an OpenAI-compatible /v1/embeddings (borrowed); NULL: the
                                   * hashed embedder */
+    struct memory_index_conf index; /* the approximate index: from 200,000 runs */
 };
 
 /* The defaults above, with the hashed embedder. */
