@@ -5,6 +5,12 @@
  * and hnswlib's "Not enough memory" become KEEL_ENOMEM, its "exceeds the
  * specified limit" KEEL_ETOOBIG, anything else KEEL_EFAIL.
  *
+ * hnswlib 0.6.2's SSE path prefetches the element after the last link
+ * of a full list, reading up to 3 bytes past an upper layer's malloc
+ * request (always within glibc's chunk, so harmless, but ASan stops
+ * there): sanitized builds compile this file with
+ * NO_MANUAL_VECTORIZATION (plain loops, no prefetch).
+ *
  * The wrapper's own struct comes from keel_calloc (so allocation-failure
  * injection reaches it); hnswlib allocates its graph with malloc and
  * new, which keel cannot route through its wrapper.

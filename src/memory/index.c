@@ -82,7 +82,7 @@ void memory_index_conf_default(struct memory_index_conf *conf)
     conf->approximate_from = MEMORY_APPROXIMATE_FROM;
     conf->m = 16;
     conf->ef_construction = 64;
-    conf->ef_search = 64;
+    conf->ef_search = 128;
     conf->threads = 2;
 }
 
