@@ -649,6 +649,12 @@ int memory_search(struct memory *m, const char *query, int limit, json_t **out,
         ids[i] = hits[i].id;
     if ((rc = store_memory_get(m->store, ids, n, &runs, err)))
         return rc;
+    /* Another process may have superseded a run since the sync: never
+     * returned all the same. */
+    for (i = json_array_size(runs); i-- > 0;)
+        if (strcmp(json_string_value(json_object_get(json_array_get(runs, i), "status")) ?: "",
+                   "active"))
+            json_array_remove(runs, i);
     json_array_foreach(runs, i, r)
         for (size_t k = 0; k < n; k++)
             if (!strcmp(json_string_value(json_object_get(r, "id")), hits[k].id))

@@ -16,7 +16,8 @@
  * runs never come back; puts, replacements and removes made while the
  * graph is built all reach it; many removals rebuild it; a graph whose
  * build fails leaves the code scan answering; memory_open refuses a bad
- * index conf naming the field.
+ * index conf naming the field, and a pack's memory.approximate_from is
+ * read (a bad one names the field).
  * Every TCase has the leak fixture.
  */
 #include <math.h>
@@ -28,6 +29,7 @@
 #include "core/alloc.h"
 #include "memory/hnsw.h"
 #include "memory/memory.h"
+#include "pipeline/pipeline.h"
 #include "store/store.h"
 #include "unit.h"
 
@@ -537,6 +539,53 @@ START_TEST(test_graph_open_bad_conf)
 }
 END_TEST
 
+/* The scholar pack with its approximate_from line set to `value`, in
+ * `dir`; then a pipeline over it. */
+static int pipeline_with(const char *dir, const char *value, struct keel_error *err)
+{
+    struct store *store;
+    struct pipeline *pl = NULL;
+    char cmd[2048];
+    int rc;
+
+    snprintf(cmd, sizeof(cmd),
+             "rm -rf '%s/scholar' && cp -r '%s/packs/scholar' '%s/' && "
+             "sed -i 's/^  approximate_from: .*/  approximate_from: %s/' '%s/scholar/pack.yaml' && "
+             "grep -q '^  approximate_from: %s$' '%s/scholar/pack.yaml'",
+             dir, unit_root(), dir, value, dir, value, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(store_mem_open(&store, err), KEEL_OK);
+    {
+        struct pipeline_options options = {dir, "scholar", store, NULL, "none", {NULL, NULL, NULL}};
+        rc = pipeline_new(&options, &pl, err);
+    }
+    pipeline_free(pl);
+    store_close(store);
+    return rc;
+}
+
+START_TEST(test_graph_pack_setting)
+{
+    struct keel_error err;
+    char dir[256];
+
+    unit_temp_dir(dir, sizeof(dir), "hnsw-pack", 0);
+    keel_error_clear(&err);
+    ck_assert_int_eq(pipeline_with(dir, "1000", &err), KEEL_OK);
+    ck_assert_int_eq(pipeline_with(dir, "0", &err), KEEL_OK);
+    ck_assert_int_eq(pipeline_with(dir, "lots", &err), KEEL_EINVAL);
+    ck_assert_str_eq(err.field, "memory.approximate_from");
+    keel_error_clear(&err);
+    ck_assert_int_eq(pipeline_with(dir, "-5", &err), KEEL_EINVAL);
+    ck_assert_str_eq(err.field, "memory.approximate_from");
+    {
+        char cmd[512];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        ck_assert_int_eq(system(cmd), 0);
+    }
+}
+END_TEST
+
 Suite *suite_memory_hnsw(void)
 {
     Suite *s = suite_create("memory_hnsw");
@@ -559,6 +608,7 @@ Suite *suite_memory_hnsw(void)
     tcase_add_test(graph, test_graph_rebuilt_after_removals);
     tcase_add_test(graph, test_graph_build_fails);
     tcase_add_test(graph, test_graph_open_bad_conf);
+    tcase_add_test(graph, test_graph_pack_setting);
     suite_add_tcase(s, graph);
     return s;
 }
