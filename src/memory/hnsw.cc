@@ -17,6 +17,7 @@
  */
 #include <hnswlib/hnswlib.h>
 
+#include <climits>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -61,6 +62,8 @@ extern "C" int hnsw_new(int dim, size_t capacity, const struct hnsw_params *p, s
     *out = NULL;
     if (dim < 1 || p->m < 2 || p->m > 1000 || p->ef_construction < 1 || p->ef_search < 1)
         return KEEL_EINVAL;
+    if (capacity > HNSW_CAPACITY_MAX)
+        return KEEL_ETOOBIG;
     if (!(h = static_cast<struct hnsw *>(keel_calloc(1, sizeof(*h)))))
         return KEEL_ENOMEM;
     h->dim = dim;
@@ -88,16 +91,43 @@ extern "C" void hnsw_free(struct hnsw *h)
     keel_free(h);
 }
 
+/* hnswlib's resizeIndex frees the visited-list pool before making the
+ * new one, so a failure there leaves a dangling pool. This grows the
+ * same members, everything that can fail first: until the last step
+ * the graph is as it was (a moved block holds the same bytes). */
 extern "C" int hnsw_reserve(struct hnsw *h, size_t capacity)
 {
+    graph_t *g = h->graph;
+    hnswlib::VisitedListPool *pool = nullptr;
     int rc = KEEL_OK;
 
-    if (capacity <= h->graph->max_elements_)
+    if (capacity <= g->max_elements_)
         return KEEL_OK;
+    if (capacity > HNSW_CAPACITY_MAX)
+        return KEEL_ETOOBIG;
     try {
-        h->graph->resizeIndex(capacity);
+        std::vector<int> levels(g->element_levels_);
+        std::vector<std::mutex> locks(capacity);
+        char *data, **links;
+        levels.resize(capacity);
+        pool = new hnswlib::VisitedListPool(1, static_cast<int>(capacity));
+        if (!(data = static_cast<char *>(
+                  realloc(g->data_level0_memory_, capacity * g->size_data_per_element_))))
+            throw std::bad_alloc();
+        g->data_level0_memory_ = data;
+        if (!(links = static_cast<char **>(realloc(g->linkLists_, capacity * sizeof(char *)))))
+            throw std::bad_alloc();
+        g->linkLists_ = links;
+        /* nothing below fails */
+        delete g->visited_list_pool_;
+        g->visited_list_pool_ = pool;
+        pool = nullptr;
+        g->element_levels_.swap(levels);
+        g->link_list_locks_.swap(locks);
+        g->max_elements_ = capacity;
     }
     CATCH_ALL(rc)
+    delete pool;
     return rc;
 }
 

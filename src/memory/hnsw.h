@@ -27,6 +27,9 @@ extern "C" {
 
 struct hnsw;
 
+/* Elements a graph can hold: hnswlib counts them in int and unsigned. */
+#define HNSW_CAPACITY_MAX ((size_t)INT32_MAX)
+
 struct hnsw_params {
     int m;                /* links per element and layer (layer 0: twice) */
     int ef_construction;  /* candidates considered while linking a new element */
@@ -35,12 +38,14 @@ struct hnsw_params {
 
 /* An empty graph of `dim`-dimensional vectors with room for `capacity`
  * elements. KEEL_EINVAL for a dim or parameter below 1 (or m above
- * 1000); KEEL_ENOMEM when the room cannot be allocated. */
+ * 1000); KEEL_ETOOBIG above HNSW_CAPACITY_MAX; KEEL_ENOMEM when the room
+ * cannot be allocated. */
 int hnsw_new(int dim, size_t capacity, const struct hnsw_params *params, struct hnsw **out);
 void hnsw_free(struct hnsw *h);
 
 /* Makes room for at least `capacity` elements (deleted ones count).
- * KEEL_ENOMEM leaves the graph as it was. Not concurrent with anything. */
+ * KEEL_ENOMEM (or KEEL_ETOOBIG above HNSW_CAPACITY_MAX) leaves the graph
+ * as it was. Not concurrent with anything. */
 int hnsw_reserve(struct hnsw *h, size_t capacity);
 
 /* Sets ef_search (at least 1). Not concurrent with searches. */

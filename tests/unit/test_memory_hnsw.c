@@ -6,9 +6,11 @@
  * TCase "memory_hnsw": the wrapper adds, replaces (and undeletes),
  * removes and searches by label; a full graph says KEEL_ETOOBIG until
  * room is reserved; bad parameters are KEEL_EINVAL; allocation failures
- * are KEEL_ENOMEM, never an exception (the wrapper's own struct through
- * keel's failure injection, and hnswlib's own allocation with a capacity
- * no machine has — not under ASan, whose allocator aborts instead).
+ * are KEEL_ENOMEM, never an exception, and leave a graph as it was (the
+ * wrapper's own struct through keel's failure injection; hnswlib's own
+ * allocations under an address-space limit, not under ASan, whose
+ * shadow memory needs the space); capacities hnswlib cannot count are
+ * KEEL_ETOOBIG.
  * TCase "memory_index_graph": the index switches to the graph at
  * approximate_from runs (built in the background, the code scan
  * answering meanwhile) and back below it; recall@3 against exact search
@@ -25,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "memory/hnsw.h"
@@ -166,34 +170,76 @@ START_TEST(test_hnsw_bad_params)
 }
 END_TEST
 
+#if !defined(__SANITIZE_ADDRESS__)   /* ASan's shadow memory needs the address space */
+/* Limits the address space to what the process uses now plus `extra`
+ * bytes, so a big allocation fails on any machine; 0: the old limit
+ * back (in `saved`). */
+static void limit_memory(size_t extra, struct rlimit *saved)
+{
+    struct rlimit r;
+    unsigned long pages = 0;
+    FILE *f;
+
+    if (!extra) {
+        ck_assert_int_eq(setrlimit(RLIMIT_AS, saved), 0);
+        return;
+    }
+    ck_assert_int_eq(getrlimit(RLIMIT_AS, saved), 0);
+    ck_assert_ptr_nonnull(f = fopen("/proc/self/statm", "r"));
+    ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
+    fclose(f);
+    r = *saved;
+    r.rlim_cur = (rlim_t)(pages * (unsigned long)sysconf(_SC_PAGESIZE) + extra);
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &r), 0);
+}
+#endif
+
 START_TEST(test_hnsw_allocation_failures)
 {
     struct hnsw *h = NULL;
     long before = keel_alloc_live();
+    float v[W_DIM] = {1};
+    uint64_t label;
+    float sim;
 
     keel_alloc_fail_after(0, 1);
     ck_assert_int_eq(hnsw_new(W_DIM, 10, &PARAMS, &h), KEEL_ENOMEM);
     keel_alloc_fail_after(-1, 0);
     ck_assert_ptr_null(h);
     ck_assert_int_eq(keel_alloc_live(), before);
-#if !defined(__SANITIZE_ADDRESS__)
-    /* hnswlib's own allocations (malloc, new) fail: a bad_alloc or its
-     * "Not enough memory", both KEEL_ENOMEM; nothing is left behind */
-    ck_assert_int_eq(hnsw_new(W_DIM, (size_t)1 << 44, &PARAMS, &h), KEEL_ENOMEM);
+    ck_assert_int_eq(hnsw_new(W_DIM, HNSW_CAPACITY_MAX + 1, &PARAMS, &h), KEEL_ETOOBIG);
     ck_assert_ptr_null(h);
-    ck_assert_int_eq(keel_alloc_live(), before);
     ck_assert_int_eq(hnsw_new(W_DIM, 10, &PARAMS, &h), KEEL_OK);
-    ck_assert_int_eq(hnsw_reserve(h, (size_t)1 << 44), KEEL_ENOMEM);
-    ck_assert_uint_eq(hnsw_capacity(h), 10);   /* as it was, and usable */
+    ck_assert_int_eq(hnsw_reserve(h, HNSW_CAPACITY_MAX + 1), KEEL_ETOOBIG);
+#if !defined(__SANITIZE_ADDRESS__)
     {
-        float v[W_DIM] = {1};
-        uint64_t label;
-        float sim;
-        ck_assert_int_eq(hnsw_add(h, 1, v), KEEL_OK);
-        ck_assert_uint_eq(hnsw_search(h, v, 1, &label, &sim, NULL), 1);
+        /* hnswlib's own allocations (malloc, new) fail: a bad_alloc or
+         * its "Not enough memory", both KEEL_ENOMEM, never a throw */
+        struct rlimit saved;
+        struct hnsw *big = NULL;
+        int rc_new, rc_reserve;
+        limit_memory((size_t)64 << 20, &saved);
+        rc_new = hnsw_new(W_DIM, (size_t)20 << 20, &PARAMS, &big);
+        rc_reserve = hnsw_reserve(h, (size_t)20 << 20);
+        limit_memory(0, &saved);
+        ck_assert_int_eq(rc_new, KEEL_ENOMEM);
+        ck_assert_ptr_null(big);
+        ck_assert_int_eq(rc_reserve, KEEL_ENOMEM);
     }
-    hnsw_free(h);
 #endif
+    /* the graph is as it was, and usable */
+    ck_assert_uint_eq(hnsw_capacity(h), 10);
+    for (uint64_t i = 0; i < 10; i++) {
+        v[i % W_DIM] += 1.0f;
+        ck_assert_int_eq(hnsw_add(h, i, v), KEEL_OK);
+    }
+    ck_assert_int_eq(hnsw_add(h, 10, v), KEEL_ETOOBIG);
+    ck_assert_uint_eq(hnsw_search(h, v, 1, &label, &sim, NULL), 1);
+    ck_assert_uint_eq(label, 9);
+    ck_assert_int_eq(hnsw_reserve(h, 20), KEEL_OK);
+    ck_assert_int_eq(hnsw_add(h, 10, v), KEEL_OK);
+    hnsw_free(h);
+    ck_assert_int_eq(keel_alloc_live(), before);
 }
 END_TEST
 
