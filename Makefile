@@ -11,9 +11,12 @@
 #   make chat [PACK=payer]    a conversation in the terminal (keel chat)
 #
 # Dependencies come from pkg-config only; scripts/install-deps installs them.
+# The one exception is hnswlib (libhnswlib-dev, header-only C++, no .pc):
+# src/memory/hnsw.cc wraps it for C and is compiled with $(CXX).
 
 PKGS      := jansson yaml-0.1 sqlite3 libcurl libevent libevent_pthreads libcrypto
 CC        ?= cc
+CXX       ?= g++
 CFLAGS    ?= -O2 -g
 SANITIZE  ?=
 BENCH     ?=
@@ -23,6 +26,10 @@ BUILD     ?= build
 ifneq ($(SANITIZE),)
 O         := $(BUILD)/san
 SANFLAGS  := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+# hnswlib 0.6.2's SSE prefetches read the link after a full list, up to 3
+# bytes past its malloc request (within glibc's chunk); ASan would stop at
+# that, so sanitized builds use its plain loops (src/memory/hnsw.cc).
+HNSW_SANDEFS := -DNO_MANUAL_VECTORIZATION
 else
 O         := $(BUILD)
 SANFLAGS  :=
@@ -33,18 +40,21 @@ WARNINGS  := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-protot
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARNINGS) $(CFLAGS) $(SANFLAGS) -Isrc $(PKG_CFLAGS) -MMD -MP
+ALL_CXXFLAGS := -std=c++17 -D_GNU_SOURCE -Wall -Wextra -Werror $(CFLAGS) $(SANFLAGS) $(HNSW_SANDEFS) \
+                -Isrc -MMD -MP
 ALL_LDFLAGS := $(SANFLAGS) $(LDFLAGS)
-LIBS      := $(PKG_LIBS) -lpthread -lm
+LIBS      := $(PKG_LIBS) -lstdc++ -lpthread -lm
 
 LIB_SRC   := $(sort $(wildcard src/core/*.c src/pack/*.c src/text/*.c src/policy/*.c src/replay/*.c \
                                src/store/*.c src/ingest/*.c src/pipeline/*.c src/providers/*.c src/llm/*.c src/memory/*.c src/artifact/*.c \
                                src/server/*.c))
+LIB_CXX_SRC := $(sort $(wildcard src/memory/*.cc))
 CLI_SRC   := $(sort $(wildcard src/cli/*.c))
 UNIT_SRC  := $(sort $(wildcard tests/unit/*.c) tests/fake/fake_http.c)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 FUZZ_SRC  := $(sort $(wildcard fuzz/fuzz_*.c))
 
-LIB_OBJ   := $(LIB_SRC:%.c=$(O)/obj/%.o)
+LIB_OBJ   := $(LIB_SRC:%.c=$(O)/obj/%.o) $(LIB_CXX_SRC:%.cc=$(O)/obj/%.o)
 CLI_OBJ   := $(CLI_SRC:%.c=$(O)/obj/%.o)
 UNIT_OBJ  := $(UNIT_SRC:%.c=$(O)/obj/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(O)/obj/%.o)
@@ -63,6 +73,10 @@ all: $(KEEL)
 $(O)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(O)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(ALL_CXXFLAGS) -c $< -o $@
 
 $(LIBKEEL): $(LIB_OBJ)
 	@rm -f $@
@@ -111,14 +125,26 @@ bench: $(BENCHBIN)
 
 # libFuzzer needs clang; the fuzz build has its own object tree.
 FUZZ_CC     ?= clang
+FUZZ_CXX    ?= clang++
 FUZZ_O      := $(BUILD)/fuzz
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc $(PKG_CFLAGS) \
                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_CXX_OBJ := $(LIB_CXX_SRC:src/memory/%.cc=$(FUZZ_O)/obj/%.o)
 FUZZ_BINS   := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_O)/%)
 
-$(FUZZ_O)/%: fuzz/%.c $(LIB_SRC)
+# The C++ wrapper is built under the sanitizers but without the fuzzer's
+# instrumentation of hnswlib (no target reaches it); the link takes
+# UBSan's C++ runtime, which the C driver leaves out by default.
+$(FUZZ_O)/obj/%.o: src/memory/%.cc
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) -std=c++17 -D_GNU_SOURCE -DNO_MANUAL_VECTORIZATION -g -O1 -Isrc \
+	    -fsanitize=address,undefined \
+	    -fno-sanitize-recover=all -c $< -o $@
+
+$(FUZZ_O)/%: fuzz/%.c $(LIB_SRC) $(FUZZ_CXX_OBJ)
 	@mkdir -p $(FUZZ_O)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRC) $(LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize-link-c++-runtime -o $@ $< $(LIB_SRC) $(FUZZ_CXX_OBJ) \
+	    $(LIBS)
 
 fuzz-build: $(FUZZ_BINS)
 

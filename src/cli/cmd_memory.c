@@ -166,6 +166,9 @@ int cmd_memory(int argc, char **argv)
     }
     memory_conf_default(&mconf);
     mconf.embedder = embedder;
+    /* One command, then the process ends: a graph built in the background
+     * would never be used, so the exact scan answers (docs/memory.md). */
+    mconf.index.approximate_from = 0;
     if (!rc)
         rc = memory_open(store, &mconf, judge, &m, &err);
     if (!rc && !strcmp(sub, "add")) {

@@ -39,6 +39,7 @@ struct memory {
     int dim;                     /* of the embedder's vectors; 0: not known yet */
     char embedder[200];          /* MEMORY_EMBEDDER, or "openai:" and the model's name */
     int64_t seq;                 /* the last store decision the index has seen */
+    int opened;                  /* the store was replayed once */
 };
 
 void memory_conf_default(struct memory_conf *conf)
@@ -46,14 +47,25 @@ void memory_conf_default(struct memory_conf *conf)
     conf->min_similarity = 0.7;
     conf->same_task_similarity = 0.95;
     conf->embedder = NULL;
+    memory_index_conf_default(&conf->index);
 }
 
-/* The index of `dim`-dimensional vectors, made with the first one. */
+/* The index of `dim`-dimensional vectors, made with the first one.
+ * Until memory_open has replayed the store it builds no graph (then
+ * the builders start with every run at once). */
 static int index_for(struct memory *m, int dim)
 {
     if (!m->index) {
+        struct memory_index_conf c = m->conf.index;
+        if (!m->opened)
+            c.approximate_from = 0;
         if (!(m->index = memory_index_new(dim)))
             return KEEL_ENOMEM;
+        if (memory_index_configure(m->index, &c)) {
+            memory_index_free(m->index);
+            m->index = NULL;
+            return KEEL_EINVAL;
+        }
         m->dim = dim;
     }
     return dim == m->dim ? KEEL_OK : KEEL_EINVAL;
@@ -128,10 +140,14 @@ static int sync_index(struct memory *m, struct keel_error *err)
 int memory_open(struct store *store, const struct memory_conf *conf, struct llm *judge,
                 struct memory **out, struct keel_error *err)
 {
-    struct memory *m = keel_calloc(1, sizeof(*m));
+    struct memory *m;
     int rc;
 
-    if (!m)
+    if (conf && memory_index_conf_check(&conf->index))
+        return keel_error_set(err, KEEL_EINVAL, "memory.index",
+                              "m must be 2..100, ef_construction and ef_search 1..4096, "
+                              "threads 1..4");
+    if (!(m = keel_calloc(1, sizeof(*m))))
         return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
     m->store = store;
     m->judge = judge;
@@ -152,6 +168,9 @@ int memory_open(struct store *store, const struct memory_conf *conf, struct llm 
         memory_free(m);
         return rc;
     }
+    m->opened = 1;
+    if (m->index)   /* checked above: cannot fail */
+        memory_index_configure(m->index, &m->conf.index);
     *out = m;
     return KEEL_OK;
 }
@@ -630,6 +649,12 @@ int memory_search(struct memory *m, const char *query, int limit, json_t **out,
         ids[i] = hits[i].id;
     if ((rc = store_memory_get(m->store, ids, n, &runs, err)))
         return rc;
+    /* Another process may have superseded a run since the sync: never
+     * returned all the same. */
+    for (i = json_array_size(runs); i-- > 0;)
+        if (strcmp(json_string_value(json_object_get(json_array_get(runs, i), "status")) ?: "",
+                   "active"))
+            json_array_remove(runs, i);
     json_array_foreach(runs, i, r)
         for (size_t k = 0; k < n; k++)
             if (!strcmp(json_string_value(json_object_get(r, "id")), hits[k].id))

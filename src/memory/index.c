@@ -13,33 +13,18 @@
  * left out, and above it a run is missed only when the rounding of the
  * codes moves it past RESCORE others (measured as recall@3 by make
  * bench BENCH=memory).
+ *
+ * From conf.approximate_from runs on, an HNSW graph answers instead
+ * (index_graph.c); every put and remove here goes to it too.
  */
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 
 #include "core/alloc.h"
-#include "memory/memory.h"
-
-#define ID_MAX 64
-#define RESCORE 32          /* code-scan candidates rescored exactly */
-#define CODE_SCALE 127.0f
-
-struct memory_index {
-    int dim;
-    size_t n, cap;
-    float *vectors;           /* n × dim */
-    int8_t *codes;            /* n × dim: round(v × 127) */
-    char (*ids)[ID_MAX];      /* n */
-    uint64_t *order;          /* n: when each was added, for ties */
-    uint64_t next_order;
-    int32_t *table;           /* slot + 1, 0 empty, -1 deleted; table_cap entries */
-    size_t table_cap, table_used;
-    pthread_rwlock_t lock;
-};
+#include "memory/index_int.h"
 
 static void encode(int8_t *code, const float *v, int dim)
 {
@@ -89,11 +74,18 @@ static uint64_t hash_id(const char *id)
 struct memory_index *memory_index_new(int dim)
 {
     struct memory_index *ix = keel_calloc(1, sizeof(*ix));
+    pthread_rwlockattr_t attr;
 
     if (!ix)
         return NULL;
     ix->dim = dim;
-    pthread_rwlock_init(&ix->lock, NULL);
+    memory_index_conf_default(&ix->conf);
+    /* Writers first: builders take the read lock batch after batch, and
+     * a put must not wait for the whole build. */
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&ix->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
     return ix;
 }
 
@@ -101,6 +93,8 @@ void memory_index_free(struct memory_index *ix)
 {
     if (!ix)
         return;
+    index_graph_release(ix);
+    keel_free(ix->slot_of);
     pthread_rwlock_destroy(&ix->lock);
     keel_free(ix->vectors);
     keel_free(ix->codes);
@@ -179,6 +173,22 @@ static int grow(struct memory_index *ix)
     return KEEL_OK;
 }
 
+/* Room in slot_of for label `order`. */
+static int slot_of_room(struct memory_index *ix, uint64_t order)
+{
+    size_t cap;
+    uint32_t *p;
+
+    if (order < ix->slot_of_cap)
+        return KEEL_OK;
+    cap = ix->slot_of_cap ? ix->slot_of_cap * 2 : 128;
+    if (!(p = keel_realloc(ix->slot_of, cap * sizeof(*p))))
+        return KEEL_ENOMEM;
+    ix->slot_of = p;
+    ix->slot_of_cap = cap;
+    return KEEL_OK;
+}
+
 int memory_index_put(struct memory_index *ix, const char *id, const float *v)
 {
     size_t at;
@@ -193,17 +203,25 @@ int memory_index_put(struct memory_index *ix, const char *id, const float *v)
         at = probe(ix, id, &found);
         if (found) {
             size_t s = (size_t)ix->table[at] - 1;
-            memcpy(ix->vectors + s * (size_t)ix->dim, v, (size_t)ix->dim * sizeof(float));
-            encode(ix->codes + s * (size_t)ix->dim, v, ix->dim);
-        } else if (ix->n < ix->cap || !(rc = grow(ix))) {
+            float *to = ix->vectors + s * (size_t)ix->dim;
+            if (memcmp(to, v, (size_t)ix->dim * sizeof(float))) {   /* a replay: the same */
+                memcpy(to, v, (size_t)ix->dim * sizeof(float));
+                encode(ix->codes + s * (size_t)ix->dim, v, ix->dim);
+                index_graph_put(ix, ix->order[s], v);
+            }
+        } else if ((ix->n < ix->cap || !(rc = grow(ix))) &&
+                   !(rc = slot_of_room(ix, ix->next_order))) {
             size_t s = ix->n++;
             memcpy(ix->vectors + s * (size_t)ix->dim, v, (size_t)ix->dim * sizeof(float));
             encode(ix->codes + s * (size_t)ix->dim, v, ix->dim);
-            strcpy(ix->ids[s], id);
+            memcpy(ix->ids[s], id, strlen(id) + 1);   /* < ID_MAX: checked above */
             ix->order[s] = ix->next_order++;
+            ix->slot_of[ix->order[s]] = (uint32_t)s;
             if (ix->table[at] == 0)
                 ix->table_used++;
             ix->table[at] = (int32_t)s + 1;
+            index_graph_put(ix, ix->order[s], v);
+            index_graph_maybe_build(ix);
         }
     }
     pthread_rwlock_unlock(&ix->lock);
@@ -212,6 +230,7 @@ int memory_index_put(struct memory_index *ix, const char *id, const float *v)
 
 void memory_index_remove(struct memory_index *ix, const char *id)
 {
+    uint64_t label;
     size_t at, s, last;
     int found;
 
@@ -222,6 +241,8 @@ void memory_index_remove(struct memory_index *ix, const char *id)
     }
     s = (size_t)ix->table[at] - 1;
     ix->table[at] = -1;
+    label = ix->order[s];
+    ix->slot_of[label] = NO_SLOT;
     last = --ix->n;
     if (s != last) {   /* the last one takes the freed slot */
         int f;
@@ -231,8 +252,10 @@ void memory_index_remove(struct memory_index *ix, const char *id)
                (size_t)ix->dim);
         memcpy(ix->ids[s], ix->ids[last], ID_MAX);
         ix->order[s] = ix->order[last];
+        ix->slot_of[ix->order[s]] = (uint32_t)s;
         ix->table[probe(ix, ix->ids[s], &f)] = (int32_t)s + 1;
     }
+    index_graph_remove(ix, label);
     pthread_rwlock_unlock(&ix->lock);
 }
 
@@ -258,6 +281,26 @@ static void keep(const struct memory_index *ix, int32_t *score, size_t *slot, si
     slot[at] = s;
 }
 
+void index_add_hit(const struct memory_index *ix, struct memory_hit *hits, uint64_t *orders,
+                   size_t *n, size_t k, float sim, size_t s)
+{
+    size_t at;
+
+    if (*n == k && (sim < hits[*n - 1].similarity ||
+                    (sim == hits[*n - 1].similarity && ix->order[s] > orders[*n - 1])))
+        return;
+    at = *n < k ? (*n)++ : k - 1;
+    while (at > 0 && (hits[at - 1].similarity < sim ||
+                      (hits[at - 1].similarity == sim && orders[at - 1] > ix->order[s]))) {
+        hits[at] = hits[at - 1];
+        orders[at] = orders[at - 1];
+        at--;
+    }
+    hits[at].similarity = sim;
+    memcpy(hits[at].id, ix->ids[s], ID_MAX);
+    orders[at] = ix->order[s];
+}
+
 size_t memory_index_search(const struct memory_index *ix, const float *q, size_t k, float min,
                            struct memory_hit *hits)
 {
@@ -272,29 +315,23 @@ size_t memory_index_search(const struct memory_index *ix, const float *q, size_t
         k = MEMORY_SEARCH_MAX;
     if (!k)
         return 0;
-    encode(qcode, q, dim);
     pthread_rwlock_rdlock((pthread_rwlock_t *)&ix->lock);
+    {
+        long got = index_graph_search(ix, q, k, min, hits, orders);
+        if (got >= 0) {
+            pthread_rwlock_unlock((pthread_rwlock_t *)&ix->lock);
+            return (size_t)got;
+        }
+    }
+    encode(qcode, q, dim);
     /* 1. the codes: the best k + RESCORE by the approximate dot */
     for (size_t s = 0; s < ix->n; s++)
         keep(ix, score, slot, &cands, cap, code_dot(qcode, ix->codes + s * (size_t)ix->dim, dim), s);
     /* 2. those, exactly */
     for (size_t c = 0; c < cands; c++) {
-        size_t s = slot[c], at;
-        float sim = memory_dot(q, ix->vectors + s * (size_t)ix->dim, ix->dim);
-        if (sim < min || (n == k && (sim < hits[n - 1].similarity ||
-                                     (sim == hits[n - 1].similarity &&
-                                      ix->order[s] > orders[n - 1]))))
-            continue;
-        at = n < k ? n++ : k - 1;
-        while (at > 0 && (hits[at - 1].similarity < sim ||
-                          (hits[at - 1].similarity == sim && orders[at - 1] > ix->order[s]))) {
-            hits[at] = hits[at - 1];
-            orders[at] = orders[at - 1];
-            at--;
-        }
-        hits[at].similarity = sim;
-        memcpy(hits[at].id, ix->ids[s], ID_MAX);
-        orders[at] = ix->order[s];
+        float sim = memory_dot(q, ix->vectors + slot[c] * (size_t)ix->dim, ix->dim);
+        if (sim >= min)
+            index_add_hit(ix, hits, orders, &n, k, sim, slot[c]);
     }
     pthread_rwlock_unlock((pthread_rwlock_t *)&ix->lock);
     return n;
@@ -313,21 +350,8 @@ size_t memory_index_search_exact(const struct memory_index *ix, const float *q, 
     pthread_rwlock_rdlock((pthread_rwlock_t *)&ix->lock);
     for (size_t s = 0; s < ix->n; s++) {
         float sim = memory_dot(q, ix->vectors + s * (size_t)ix->dim, ix->dim);
-        size_t at;
-        if (sim < min || (n == k && (sim < hits[n - 1].similarity ||
-                                     (sim == hits[n - 1].similarity &&
-                                      ix->order[s] > orders[n - 1]))))
-            continue;
-        at = n < k ? n++ : k - 1;
-        while (at > 0 && (hits[at - 1].similarity < sim ||
-                          (hits[at - 1].similarity == sim && orders[at - 1] > ix->order[s]))) {
-            hits[at] = hits[at - 1];
-            orders[at] = orders[at - 1];
-            at--;
-        }
-        hits[at].similarity = sim;
-        memcpy(hits[at].id, ix->ids[s], ID_MAX);
-        orders[at] = ix->order[s];
+        if (sim >= min)
+            index_add_hit(ix, hits, orders, &n, k, sim, s);
     }
     pthread_rwlock_unlock((pthread_rwlock_t *)&ix->lock);
     return n;

@@ -51,9 +51,55 @@ struct memory_hit {
 
 struct memory_index;
 
-/* An empty index of `dim`-dimensional vectors. NULL when out of memory. */
+/* The approximate index (an HNSW graph, hnsw.h): used for searches
+ * while the index holds at least `approximate_from` runs and the graph
+ * is built. It is built in the background (`threads` threads) once the
+ * index reaches that size, while the code scan answers; from then on
+ * every put and remove goes to both. */
+struct memory_index_conf {
+    size_t approximate_from;  /* active runs; 0: never build the graph */
+    int m;                    /* graph links per run and layer */
+    int ef_construction;      /* candidates while linking a run */
+    int ef_search;            /* candidates while searching */
+    int threads;              /* builders, 1..4 */
+};
+
+#define MEMORY_APPROXIMATE_FROM 200000
+
+/* approximate_from MEMORY_APPROXIMATE_FROM, and the graph parameters
+ * measured by make bench BENCH=memory (docs/memory.md). */
+void memory_index_conf_default(struct memory_index_conf *conf);
+
+/* KEEL_EINVAL when a parameter is out of range: m 2..100, ef_construction
+ * and ef_search 1..4096, threads 1..4. */
+int memory_index_conf_check(const struct memory_index_conf *conf);
+
+/* An empty index of `dim`-dimensional vectors, with the default conf.
+ * NULL when out of memory. */
 struct memory_index *memory_index_new(int dim);
 void memory_index_free(struct memory_index *ix);
+
+/* Sets the approximate index's conf: starts building the graph when
+ * the index already holds enough runs, and forgets a graph whose build
+ * failed, so it is tried again. ef_search applies to a graph at once,
+ * m and ef_construction from its next build. KEEL_EINVAL for a parameter out of
+ * range (nothing changes). */
+int memory_index_configure(struct memory_index *ix, const struct memory_index_conf *conf);
+
+/* Waits until no graph is being built. Returns 1 when a built graph is
+ * ready (it answers searches at or above approximate_from runs). */
+int memory_index_wait(struct memory_index *ix);
+
+struct memory_index_stats {
+    size_t runs;
+    const char *answering;   /* what a search uses now: "int8 scan" or "hnsw" */
+    int graph;               /* 0 none, 1 building, 2 ready, 3 failed */
+    size_t bytes;            /* held by the index (the graph's estimated) */
+    double build_seconds;    /* of the last finished graph build */
+    unsigned builds;         /* graph builds finished */
+};
+
+void memory_index_stats(struct memory_index *ix, struct memory_index_stats *out);
 
 /* Adds or replaces the vector of run `id` (at most 63 bytes). */
 int memory_index_put(struct memory_index *ix, const char *id, const float *v);
@@ -65,9 +111,10 @@ size_t memory_index_size(const struct memory_index *ix);
 
 /* The at most `k` (≤ MEMORY_SEARCH_MAX) runs nearest `q` with
  * similarity ≥ `min`, best first (ties: the earlier added first), with
- * exact similarities. Candidates come from a scan of 8-bit codes (see
- * index.c); memory_index_search_exact reads every float vector instead
- * (the reference for recall). Return how many hits were written. */
+ * exact similarities. Candidates come from the graph when it answers,
+ * else from a scan of 8-bit codes (see index.c);
+ * memory_index_search_exact reads every float vector instead (the
+ * reference for recall). Return how many hits were written. */
 size_t memory_index_search(const struct memory_index *ix, const float *q, size_t k, float min,
                            struct memory_hit *hits);
 size_t memory_index_search_exact(const struct memory_index *ix, const float *q, size_t k,
@@ -84,6 +131,7 @@ struct memory_conf {
     double same_task_similarity; /* a run this close is the same task: 0.95 */
     struct llm *embedder;        /* an OpenAI-compatible /v1/embeddings (borrowed); NULL: the
                                   * hashed embedder */
+    struct memory_index_conf index; /* the approximate index: from 200,000 runs */
 };
 
 /* The defaults above, with the hashed embedder. */

@@ -74,15 +74,16 @@ static int open_llm(struct pipeline *pl, const struct pipeline_options *options,
 
 /* The pack's `memory:` section: {remember: true, min_similarity: 0.7,
  * same_task_similarity: 0.95, judge: rules|model, embedder: {url, model,
- * key_env}}. With remember on, every turn that ran a tool is offered to
- * memory admission. */
+ * key_env}, approximate_from: 200000}. With remember on, every turn that
+ * ran a tool is offered to memory admission. */
 static int open_memory(struct pipeline *pl, struct keel_error *err)
 {
     static const char *const keys[] = {"remember", "min_similarity", "same_task_similarity",
-                                       "judge", "embedder", NULL};
+                                       "judge", "embedder", "approximate_from", NULL};
     const json_t *s = json_object_get(pl->pack->doc, "memory");
     struct memory_conf conf;
     const char *judge = "rules";
+    long long approximate_from;
     int remember = 0, rc;
 
     memory_conf_default(&conf);
@@ -94,6 +95,12 @@ static int open_memory(struct pipeline *pl, struct keel_error *err)
         (rc = keel_json_get_bool(s, "remember", 0, "memory", &remember, err)) ||
         (rc = keel_json_get_string(s, "judge", 0, "memory", &judge, err)))
         return rc;
+    /* runs from which the HNSW graph answers; 0: the exact scan always */
+    approximate_from = (long long)conf.index.approximate_from;
+    if ((rc = keel_json_get_int(s, "approximate_from", 0, 0, 1000000000, "memory",
+                                &approximate_from, err)))
+        return rc;
+    conf.index.approximate_from = (size_t)approximate_from;
     for (int i = 0; i < 2; i++) {
         const char *key = i ? "same_task_similarity" : "min_similarity";
         const json_t *v = json_object_get(s, key);

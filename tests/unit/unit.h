@@ -42,6 +42,7 @@ Suite *suite_ingest(void);
 Suite *suite_providers(void);
 Suite *suite_llm(void);
 Suite *suite_memory(void);
+Suite *suite_memory_hnsw(void);
 Suite *suite_server(void);
 Suite *suite_assistant(void);
 Suite *suite_artifact(void);
