@@ -25,7 +25,7 @@ static void serve_usage(FILE *out)
             "  --db FILE            the SQLite store (default: $KEEL_DB, else keel.db)\n"
             "  --workers N          worker threads (default 2)\n"
             "  --packs LIST         packs to serve, the first is the default\n"
-            "                       (default scholar,payer)\n"
+            "                       (default " SERVER_DEFAULT_PACKS ")\n"
             "  --auth keys          every /v1 route needs \"Authorization: Bearer TOKEN\" of a\n"
             "                       key made with keel keys create (the default)\n"
             "  --auth none          no API keys: only on a loopback address (the demo)\n"

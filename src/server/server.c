@@ -215,7 +215,7 @@ int server_run(const struct server_options *options, struct keel_error *err)
     if (srv.n_workers > 64)
         return keel_error_set(err, KEEL_EINVAL, "workers", "at most 64");
     if ((rc = parse_listen(srv.opt.listen, host, sizeof(host), &port, err)) ||
-        (rc = parse_packs(&srv, srv.opt.packs ? srv.opt.packs : "scholar,payer", err)))
+        (rc = parse_packs(&srv, srv.opt.packs ? srv.opt.packs : SERVER_DEFAULT_PACKS, err)))
         return rc;
     if (srv.opt.auth_none && !is_loopback(host))
         return keel_error_set(err, KEEL_EINVAL, "auth",
@@ -275,7 +275,7 @@ int server_run(const struct server_options *options, struct keel_error *err)
     if (srv.opt.port_file && (rc = write_port_file(srv.opt.port_file, port, err)))
         goto out;
     fprintf(stderr, "keel: serving %s on http://%s:%d/ with %d workers (store %s)\n",
-            srv.opt.packs ? srv.opt.packs : "scholar,payer", host, port, srv.n_workers,
+            srv.opt.packs ? srv.opt.packs : SERVER_DEFAULT_PACKS, host, port, srv.n_workers,
             srv.opt.db);
     keel_log(KEEL_LOG_INFO, "server.listening",
              json_pack("{s:s, s:i, s:i}", "host", host, "port", port, "workers", srv.n_workers));

@@ -14,11 +14,14 @@
 #include "core/error.h"
 #include "llm/llm.h"
 
+/* The packs keel serve serves when --packs is not given: every shipped pack. */
+#define SERVER_DEFAULT_PACKS "scholar,payer,household,assistant"
+
 struct server_options {
     const char *listen;        /* "HOST:PORT"; NULL: 127.0.0.1:8080 */
     const char *db;            /* a SQLite file (required) */
     const char *packs_dir;     /* NULL: pack_default_dir() */
-    const char *packs;         /* comma list of packs to serve; NULL: scholar,payer */
+    const char *packs;         /* comma list of packs to serve; NULL: SERVER_DEFAULT_PACKS */
     int workers;               /* 0: 2 */
     int auth_none;             /* serve without API keys (loopback only); else every /v1
                                 * route needs a key (keel keys create) */

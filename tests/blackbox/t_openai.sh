@@ -20,7 +20,7 @@ test_openai_package_drives_keel() {
     run node "$cache/openai_client.mjs" "$URL/v1" "$token"
     serve_stop
     expect_rc 0
-    expect_json '.models' '["scholar","payer"]'
+    expect_json '.models' '["scholar","payer","household","assistant"]'
     expect_json '.first.object' '"chat.completion"'
     expect_json '.first.finish' '"stop"'
     expect_json '.first.content | startswith("Which health plan")' 'true'

@@ -12,7 +12,7 @@ test_serve_turn_streamed_and_polled() {
     expect_json '.status' '"ok"'
     expect_json '.workers' '2'
     get /v1/models
-    expect_json '[.data[].id]' '["scholar","payer"]'
+    expect_json '[.data[].id]' '["scholar","payer","household","assistant"]'
     get /
     expect_code 200
     printf '%s' "$OUT" | grep -q 'EventSource' || fail "the page has no stream client"
