@@ -335,6 +335,7 @@ static int connect(struct sqlite_store *st, struct keel_error *err)
  * path and may connect again. */
 static void connection_close(struct sqlite_store *st)
 {
+    sqlite_index_detach(st);   /* its statements and tokenizer are the connection's */
     for (int i = 0; i < ST_COUNT; i++) {
         sqlite3_finalize(st->stmt[i]);
         st->stmt[i] = NULL;
@@ -350,8 +351,10 @@ static int connection_open(struct sqlite_store *st, struct keel_error *err)
 
     if ((rc = connect(st, err)) || (rc = migrate(st, err)) || (rc = prepare_all(st, err)))
         connection_close(st);
-    else
+    else {
         sqlite_checkpointer_attach(st);
+        sqlite_index_attach(st);
+    }
     return rc;
 }
 
@@ -601,7 +604,7 @@ int sqlite_column_dup(sqlite3_stmt *stmt, int col, char **out)
 
 /* Fills `paper` from the current row of ST_PAPER_SEARCH. On failure
  * `paper` is released and err says why. */
-static int paper_from_row(struct sqlite_store *st, sqlite3_stmt *stmt, struct store_paper *paper,
+int sqlite_paper_from_row(struct sqlite_store *st, sqlite3_stmt *stmt, struct store_paper *paper,
                           struct keel_error *err)
 {
     char *authors = NULL;
@@ -741,7 +744,7 @@ static int add_paper_row(struct sqlite_store *st, sqlite3_stmt *stmt, void *opaq
     if (!grown)
         return keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
     hits->items = grown;
-    if ((rc = paper_from_row(st, stmt, &hits->items[hits->n].paper, err)))
+    if ((rc = sqlite_paper_from_row(st, stmt, &hits->items[hits->n].paper, err)))
         return rc;
     hits->items[hits->n++].score = sqlite3_column_double(stmt, 11);
     return KEEL_OK;
@@ -753,9 +756,14 @@ static int sqlite_search_papers(struct store *store, const struct paper_query *q
     static const struct search_run run = {ST_PAPER_SEARCH, "search_papers", bind_paper_filters,
                                           add_paper_row};
     struct paper_hits hits = {NULL, 0};
-    int rc = run_search((struct sqlite_store *)store, &run, query->text, query->match, query,
-                        query->limit, &hits, err);
+    int served, rc;
 
+    if ((rc = sqlite_connection_ready((struct sqlite_store *)store, err)) ||
+        (rc = sqlite_index_search_papers((struct sqlite_store *)store, query, out, &served, err)) ||
+        served)
+        return rc;
+    rc = run_search((struct sqlite_store *)store, &run, query->text, query->match, query,
+                    query->limit, &hits, err);
     out->items = NULL;
     out->n = 0;
     if (rc) {
@@ -870,7 +878,7 @@ out:
 }
 
 /* Fills `hit` from the current row of ST_CHUNK_SEARCH; released on failure. */
-static int chunk_from_row(sqlite3_stmt *stmt, struct chunk_hit *hit)
+int sqlite_chunk_from_row(sqlite3_stmt *stmt, struct chunk_hit *hit)
 {
     memset(hit, 0, sizeof(*hit));
     hit->ordinal = sqlite3_column_int(stmt, 5);
@@ -905,7 +913,7 @@ static int add_chunk_row(struct sqlite_store *st, sqlite3_stmt *stmt, void *opaq
     (void)st;
     if (grown)
         hits->items = grown;
-    if (!grown || chunk_from_row(stmt, &hits->items[hits->n]))
+    if (!grown || sqlite_chunk_from_row(stmt, &hits->items[hits->n]))
         return keel_error_set(err, KEEL_ENOMEM, "search_chunks", "out of memory");
     hits->n++;
     return KEEL_OK;
@@ -917,8 +925,14 @@ static int sqlite_search_chunks(struct store *store, const char *text, enum stor
     static const struct search_run run = {ST_CHUNK_SEARCH, "search_chunks", bind_chunk_limit,
                                           add_chunk_row};
     struct chunk_hits hits = {NULL, 0};
-    int rc = run_search((struct sqlite_store *)store, &run, text, match, &limit, limit, &hits, err);
+    int served, rc;
 
+    if ((rc = sqlite_connection_ready((struct sqlite_store *)store, err)) ||
+        (rc = sqlite_index_search_chunks((struct sqlite_store *)store, text, match, limit, out,
+                                         &served, err)) ||
+        served)
+        return rc;
+    rc = run_search((struct sqlite_store *)store, &run, text, match, &limit, limit, &hits, err);
     out->items = NULL;
     out->n = 0;
     if (rc) {
@@ -958,6 +972,7 @@ static void sqlite_close(struct store *store)
 
     sqlite_checkpointer_stop(st);   /* first: the last connection to close cleans up the WAL */
     connection_close(st);
+    sqlite_index_free(st);
     keel_free(st->path);
     keel_free(st);
 }

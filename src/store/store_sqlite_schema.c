@@ -170,6 +170,25 @@ const struct migration sqlite_migrations[] = {
         " judge TEXT NOT NULL,"
         " task TEXT NOT NULL,"
         " created_at INTEGER NOT NULL);"},
+    /* 12: a generation per searchable table, bumped by every write of a
+     * paper or a chunk (any connection, any process), so the in-memory
+     * search index (store_sqlite_index.c) knows when it is stale. */
+    {12, "CREATE TABLE search_generation ("
+         " name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+         "INSERT INTO search_generation (name, value) VALUES ('papers', 0), ('chunks', 0);"
+         "CREATE TRIGGER papers_generation_insert AFTER INSERT ON papers BEGIN"
+         " UPDATE search_generation SET value = value + 1 WHERE name = 'papers'; END;"
+         "CREATE TRIGGER papers_generation_update AFTER UPDATE ON papers BEGIN"
+         " UPDATE search_generation SET value = value + 1 WHERE name = 'papers'; END;"
+         "CREATE TRIGGER papers_generation_delete AFTER DELETE ON papers BEGIN"
+         " UPDATE search_generation SET value = value + 1 WHERE name = 'papers'; END;"
+         "CREATE TRIGGER chunks_generation_insert AFTER INSERT ON chunks BEGIN"
+         " UPDATE search_generation SET value = value + 1 WHERE name = 'chunks'; END;"
+         "CREATE TRIGGER chunks_generation_update AFTER UPDATE ON chunks BEGIN"
+         " UPDATE search_generation SET value = value + 1 WHERE name = 'chunks'; END;"
+         "CREATE TRIGGER chunks_generation_delete AFTER DELETE ON chunks BEGIN"
+         " UPDATE search_generation SET value = value + 1 WHERE name = 'chunks'; END;"
+         /* documents: a hit reads its title and source from the row */},
 };
 
 const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0]);
