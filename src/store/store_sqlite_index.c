@@ -17,10 +17,14 @@
  * then the FTS5 statement answers, so rebuilds take at most about a tenth
  * of the time and every answer is current.
  *
+ * KEEL_SEARCH_INDEX=off leaves every search to the FTS5 statements (to
+ * compare, or should the index ever be suspected).
+ *
  * Not served here (the FTS5 statement answers, same contract): a query
  * word that FTS5 would read as a phrase of several tokens or as none
  * ("a—b", "—"), a connection without the FTS5 API, a failed build.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -107,7 +111,10 @@ void sqlite_index_attach(struct sqlite_store *st)
     struct sqlite_index *ix = st->index;
     void *tok_ctx = NULL;
     fts5_api *api;
+    const char *knob = getenv("KEEL_SEARCH_INDEX");
 
+    if (knob && !strcmp(knob, "off"))
+        return;   /* asked for the FTS5 statements only */
     if (!ix && !(ix = st->index = keel_calloc(1, sizeof(*ix))))
         return;   /* out of memory: the FTS5 statements serve every search */
     for (int i = 0; i < IX_COUNT; i++)
@@ -348,10 +355,8 @@ static int search_begin(struct sqlite_store *st, struct table_index *t, int pape
     sqlite3_reset(gen);
     if (step != SQLITE_ROW)
         return sqlite_fail(st, step == SQLITE_DONE ? SQLITE_CORRUPT : step, "search", err);
-    if (t->bm25 && t->generation == generation) {
-        *ready = 1;
-        return KEEL_OK;
-    }
+    if (t->bm25 && t->generation == generation)
+        goto scratch;
     /* Stale or never built. While the table keeps changing, FTS5 answers
      * between rebuilds. */
     if (t->built_ns && now_ns() - t->built_ns < 10 * t->build_ns)
@@ -361,8 +366,9 @@ static int search_begin(struct sqlite_store *st, struct table_index *t, int pape
             return KEEL_OK;   /* the FTS5 statement may still manage */
         return sqlite_fail(st, rc, "building the search index", err);
     }
+scratch:
     if (!ix->scratch && bm25_scratch_new(bm25_index_rows(t->bm25), &ix->scratch))
-        return KEEL_OK;
+        return KEEL_OK;   /* out of memory: FTS5 answers */
     *ready = 1;
     return KEEL_OK;
 }

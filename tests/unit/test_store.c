@@ -860,7 +860,7 @@ START_TEST(test_sqlite_reopen_keeps_data)
     ck_assert_str_eq(first, "1@2026-02-07T12:00:00.000Z;2@2026-02-07T12:00:00.000Z;"
                             "3@2026-02-07T12:00:00.000Z;4@2026-02-07T12:00:00.000Z;"
                             "5@2026-02-07T12:00:00.000Z;6@2026-02-07T12:00:00.000Z;"
-                            "7@2026-02-07T12:00:00.000Z;");
+                            "7@2026-02-07T12:00:00.000Z;12@2026-02-07T12:00:00.000Z;");
 
     /* A day later, through the "sqlite:" form of the location. */
     keel_clock_pin(NOW_MS + 86400000);

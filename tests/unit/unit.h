@@ -43,5 +43,6 @@ Suite *suite_providers(void);
 Suite *suite_llm(void);
 Suite *suite_memory(void);
 Suite *suite_server(void);
+Suite *suite_bm25(void);
 
 #endif
