@@ -44,5 +44,6 @@ Suite *suite_llm(void);
 Suite *suite_memory(void);
 Suite *suite_server(void);
 Suite *suite_bm25(void);
+Suite *suite_json_write(void);
 
 #endif
