@@ -139,12 +139,13 @@ struct bm25_index {
     unsigned char *postings;
     size_t postings_len;
     uint32_t *lengths;
+    double *norm;            /* per row: k1 * (1 - b + b * length / avgdl) */
     size_t n_rows;
     uint64_t tokens;
 };
 
 struct bm25_scratch {
-    uint32_t *freq, *word_stamp, *row_stamp, *word_rows, *rows;
+    uint32_t *freq, *first_freq, *word_stamp, *row_stamp, *word_rows, *rows;
     double *score;
     unsigned char *matched;
     size_t cap;
@@ -401,6 +402,15 @@ int bm25_builder_finish(struct bm25_builder *b, struct bm25_index **out)
     b->lengths = NULL;
     ix->n_rows = b->n_rows;
     ix->tokens = b->tokens;
+    if (!(ix->norm = keel_malloc((ix->n_rows ? ix->n_rows : 1) * sizeof(*ix->norm))))
+        goto out;
+    if (ix->n_rows && ix->tokens) {
+        /* The length part of FTS5's denominator, the same expression once
+         * per row instead of once per row and word. */
+        double avgdl = (double)ix->tokens / (double)ix->n_rows;
+        for (size_t r = 0; r < ix->n_rows; r++)
+            ix->norm[r] = BM25_K1 * (1 - BM25_B + BM25_B * (double)ix->lengths[r] / avgdl);
+    }
     *out = ix;
     ix = NULL;
     rc = KEEL_OK;
@@ -421,6 +431,7 @@ void bm25_index_free(struct bm25_index *ix)
     keel_free(ix->terms);
     keel_free(ix->postings);
     keel_free(ix->lengths);
+    keel_free(ix->norm);
     keel_free(ix);
 }
 
@@ -438,7 +449,7 @@ size_t bm25_index_bytes(const struct bm25_index *ix)
     for (size_t t = 0; t < ix->n_terms; t++)
         strings += ix->terms[t].len;
     return sizeof(*ix) + strings + ix->n_terms * sizeof(*ix->terms) + ix->postings_len +
-           ix->n_rows * sizeof(*ix->lengths);
+           ix->n_rows * (sizeof(*ix->lengths) + sizeof(*ix->norm));
 }
 
 /* ---- searching ------------------------------------------------------------- */
@@ -448,6 +459,7 @@ void bm25_scratch_free(struct bm25_scratch *s)
     if (!s)
         return;
     keel_free(s->freq);
+    keel_free(s->first_freq);
     keel_free(s->word_stamp);
     keel_free(s->row_stamp);
     keel_free(s->word_rows);
@@ -465,6 +477,7 @@ static int scratch_fit(struct bm25_scratch *s, size_t rows)
     if (n <= s->cap)
         return KEEL_OK;
     keel_free(s->freq);
+    keel_free(s->first_freq);
     keel_free(s->word_stamp);
     keel_free(s->row_stamp);
     keel_free(s->word_rows);
@@ -472,6 +485,7 @@ static int scratch_fit(struct bm25_scratch *s, size_t rows)
     keel_free(s->score);
     keel_free(s->matched);
     s->freq = keel_malloc(n * sizeof(*s->freq));
+    s->first_freq = keel_malloc(n * sizeof(*s->first_freq));
     s->word_stamp = keel_calloc(n, sizeof(*s->word_stamp));
     s->row_stamp = keel_calloc(n, sizeof(*s->row_stamp));
     s->word_rows = keel_malloc(n * sizeof(*s->word_rows));
@@ -479,7 +493,7 @@ static int scratch_fit(struct bm25_scratch *s, size_t rows)
     s->score = keel_malloc(n * sizeof(*s->score));
     s->matched = keel_malloc(n);
     s->word_epoch = s->row_epoch = 0;
-    if (!s->freq || !s->word_stamp || !s->row_stamp || !s->word_rows || !s->rows || !s->score ||
+    if (!s->freq || !s->first_freq || !s->word_stamp || !s->row_stamp || !s->word_rows || !s->rows || !s->score ||
         !s->matched) {
         s->cap = 0;
         return KEEL_ENOMEM;
@@ -529,9 +543,18 @@ static size_t lower_bound(const struct bm25_index *ix, const char *word, size_t 
     return lo;
 }
 
-/* Adds word `w`'s term to the score of every row holding it. */
+/* FTS5's term of one word in one row: idf * (f * (k1 + 1)) / (f + norm). */
+static double term_of(double idf, uint32_t freq, double norm)
+{
+    double f = (double)freq;
+
+    return idf * ((f * (BM25_K1 + 1.0)) / (f + norm));
+}
+
+/* Counts word `w` in every row holding it (its n, hence idfs[w]) and adds
+ * its term to the score of the rows that may still match. */
 static void score_word(const struct bm25_index *ix, const struct bm25_query *q, size_t w,
-                       double avgdl, struct bm25_scratch *s, size_t *n_rows)
+                       double *idfs, struct bm25_scratch *s, size_t *n_rows)
 {
     const char *word = q->words[w];
     size_t len = q->lens[w], t = lower_bound(ix, word, len), n_word = 0;
@@ -566,17 +589,36 @@ static void score_word(const struct bm25_index *ix, const struct bm25_query *q, 
     idf = log(((double)ix->n_rows - hits + 0.5) / (hits + 0.5));
     if (idf <= 0.0)
         idf = 1e-6;
+    idfs[w] = idf;
+    if (q->match == BM25_ANY) {
+        for (size_t i = 0; i < n_word; i++) {
+            uint32_t row = s->word_rows[i];
+            if (s->row_stamp[row] != s->row_epoch) {
+                s->row_stamp[row] = s->row_epoch;
+                s->score[row] = 0.0;
+                s->rows[(*n_rows)++] = row;
+            }
+            s->score[row] += term_of(idf, s->freq[row], ix->norm[row]);
+        }
+        return;
+    }
+    /* AND: a row missing an earlier word can no longer match; the first
+     * word's count waits for the second word, so rows holding only the
+     * first are never scored. The sum stays in word order. */
     for (size_t i = 0; i < n_word; i++) {
         uint32_t row = s->word_rows[i];
-        double f = (double)s->freq[row], d = (double)ix->lengths[row];
-        if (s->row_stamp[row] != s->row_epoch) {
+        if (w == 0) {
             s->row_stamp[row] = s->row_epoch;
-            s->score[row] = 0.0;
-            s->matched[row] = 0;
+            s->matched[row] = 1;
+            s->first_freq[row] = s->freq[row];
             s->rows[(*n_rows)++] = row;
+            continue;
         }
-        s->score[row] += idf * ((f * (BM25_K1 + 1.0)) /
-                                (f + BM25_K1 * (1 - BM25_B + BM25_B * d / avgdl)));
+        if (s->row_stamp[row] != s->row_epoch || s->matched[row] != w)
+            continue;
+        if (w == 1)
+            s->score[row] = 0.0 + term_of(idfs[0], s->first_freq[row], ix->norm[row]);
+        s->score[row] += term_of(idf, s->freq[row], ix->norm[row]);
         s->matched[row]++;
     }
 }
@@ -625,7 +667,7 @@ int bm25_search(const struct bm25_index *ix, const struct bm25_query *q, bm25_ke
                 size_t *n)
 {
     size_t n_rows = 0, kept = 0;
-    double avgdl;
+    double idfs[BM25_WORDS_MAX];
     int rc;
 
     *n = 0;
@@ -639,14 +681,18 @@ int bm25_search(const struct bm25_index *ix, const struct bm25_query *q, bm25_ke
         if (!q->lens[w] || q->lens[w] > BM25_TOKEN_MAX)
             return KEEL_OK;   /* (FTS5 would not match such a word either) */
     next_epoch(&s->row_epoch, s->row_stamp, s->cap);
-    avgdl = (double)ix->tokens / (double)ix->n_rows;
     for (size_t w = 0; w < q->n; w++)
-        score_word(ix, q, w, avgdl, s, &n_rows);
+        score_word(ix, q, w, idfs, s, &n_rows);
     for (size_t i = 0; i < n_rows; i++) {
         uint32_t row = s->rows[i];
-        struct bm25_hit hit = {row, s->score[row]};
-        if (q->match == BM25_ALL && s->matched[row] != q->n)
-            continue;
+        struct bm25_hit hit = {row, 0.0};
+        if (q->match == BM25_ALL) {
+            if (s->matched[row] != q->n)
+                continue;
+            if (q->n == 1)
+                s->score[row] = 0.0 + term_of(idfs[0], s->first_freq[row], ix->norm[row]);
+        }
+        hit.score = s->score[row];
         if (keep && !keep(ctx, row))
             continue;
         if (kept < limit) {
