@@ -45,87 +45,113 @@ static int put(struct keel_buf *buf, const char *s, size_t n)
     return keel_buf_add(buf, s, n);
 }
 
-/* Whether `s` is UTF-8 as jansson checks it (NUL allowed; no overlong
- * forms, surrogates or code points past U+10FFFF). */
-static int utf8_ok(const unsigned char *s, size_t n)
+/* Appends one byte: the common case without a call. */
+static int put_char(struct keel_buf *buf, char c)
 {
-    size_t i = 0;
+    if (buf->len + 1 < buf->cap && buf->len < buf->max) {
+        buf->data[buf->len++] = c;
+        buf->data[buf->len] = '\0';
+        return KEEL_OK;
+    }
+    return keel_buf_addc(buf, c);
+}
+
+/* The length of the UTF-8 sequence at s[0..n) as jansson accepts it (no
+ * overlong forms, surrogates or code points past U+10FFFF), or 0. */
+static size_t utf8_sequence(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t cp;
+
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t k = 1; k < len; k++) {
+        if ((s[k] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[k] & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+/* One pass checks the text (NUL is allowed) and counts the bytes its
+ * escapes add; a second copies it, escaping, into room made once. */
+static int write_string(struct keel_buf *buf, const char *str, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *s = (const unsigned char *)str;
+    size_t extra = 0, i = 0, start = 0;
+    char *out;
+    int rc;
 
     while (i < n) {
         unsigned char c = s[i];
         size_t len;
-        uint32_t cp;
-        if (c < 0x80) {
-            i++;
+        if (c >= 0x80) {
+            if (!(len = utf8_sequence(s + i, n - i)))
+                return KEEL_EINVAL;   /* jansson refuses to write it */
+            i += len;
             continue;
         }
-        if (c >= 0xc2 && c <= 0xdf) {
-            len = 2;
-            cp = c & 0x1f;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            len = 3;
-            cp = c & 0x0f;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            len = 4;
-            cp = c & 0x07;
-        } else {
-            return 0;
-        }
-        if (n - i < len)
-            return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        i += len;
+        if (c < 0x20)
+            extra += strchr("\b\f\n\r\t", c) && c ? 1 : 5;
+        else if (c == '"' || c == '\\')
+            extra += 1;
+        i++;
     }
-    return 1;
-}
-
-static int write_string(struct keel_buf *buf, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t start = 0;
-    int rc;
-
-    if (!utf8_ok((const unsigned char *)s, n))
-        return KEEL_EINVAL;   /* jansson refuses to write it */
-    if ((rc = keel_buf_grow(buf, n + 2)) || (rc = keel_buf_addc(buf, '"')))
-        return rc;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[6];
-        size_t len = 2;
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        if ((rc = put(buf, s + start, i - start)))
-            return rc;
-        esc[0] = '\\';
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            memcpy(esc + 1, "u00", 3);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            len = 6;
+    if (n > SIZE_MAX / 2 - extra || (rc = keel_buf_grow(buf, n + extra + 2)))
+        return n > SIZE_MAX / 2 - extra ? KEEL_ETOOBIG : rc;
+    out = buf->data + buf->len;
+    *out++ = '"';
+    if (!extra) {
+        memcpy(out, s, n);
+        out += n;
+    } else {
+        for (i = 0; i < n; i++) {
+            unsigned char c = s[i];
+            if (c >= 0x20 && c != '"' && c != '\\')
+                continue;
+            memcpy(out, s + start, i - start);
+            out += i - start;
+            *out++ = '\\';
+            switch (c) {
+            case '"': *out++ = '"'; break;
+            case '\\': *out++ = '\\'; break;
+            case '\b': *out++ = 'b'; break;
+            case '\f': *out++ = 'f'; break;
+            case '\n': *out++ = 'n'; break;
+            case '\r': *out++ = 'r'; break;
+            case '\t': *out++ = 't'; break;
+            default:
+                memcpy(out, "u00", 3);
+                out[3] = hex[c >> 4];
+                out[4] = hex[c & 15];
+                out += 5;
+            }
+            start = i + 1;
         }
-        if ((rc = put(buf, esc, len)))
-            return rc;
-        start = i + 1;
+        memcpy(out, s + start, n - start);
+        out += n - start;
     }
-    if ((rc = put(buf, s + start, n - start)))
-        return rc;
-    return keel_buf_addc(buf, '"');
+    *out++ = '"';
+    *out = '\0';
+    buf->len = (size_t)(out - buf->data);
+    return KEEL_OK;
 }
 
 static int write_integer(struct keel_buf *buf, json_int_t v)
@@ -203,17 +229,17 @@ static int write_object(struct keel_buf *buf, const json_t *obj, int depth)
         keys[j] = k;
     }
     n = i;
-    if ((rc = keel_buf_addc(buf, '{')))
+    if ((rc = put_char(buf, '{')))
         goto out;
     for (i = 0; i < n && !rc; i++) {
-        if ((i && (rc = keel_buf_addc(buf, ','))) ||
+        if ((i && (rc = put_char(buf, ','))) ||
             (rc = write_string(buf, keys[i].text, keys[i].len)) ||
-            (rc = keel_buf_addc(buf, ':')))
+            (rc = put_char(buf, ':')))
             break;
         rc = write_value(buf, keys[i].value, depth + 1);
     }
     if (!rc)
-        rc = keel_buf_addc(buf, '}');
+        rc = put_char(buf, '}');
 out:
     if (keys != stack_keys)
         keel_free(keys);
@@ -230,13 +256,13 @@ static int write_value(struct keel_buf *buf, const json_t *value, int depth)
     case JSON_OBJECT:
         return write_object(buf, value, depth);
     case JSON_ARRAY:
-        if ((rc = keel_buf_addc(buf, '[')))
+        if ((rc = put_char(buf, '[')))
             return rc;
         for (size_t i = 0; i < json_array_size(value); i++)
-            if ((i && (rc = keel_buf_addc(buf, ','))) ||
+            if ((i && (rc = put_char(buf, ','))) ||
                 (rc = write_value(buf, json_array_get(value, i), depth + 1)))
                 return rc;
-        return keel_buf_addc(buf, ']');
+        return put_char(buf, ']');
     case JSON_STRING:
         return write_string(buf, json_string_value(value), json_string_length(value));
     case JSON_INTEGER:
