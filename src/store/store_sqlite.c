@@ -181,22 +181,35 @@ static int stmt_lookup_text(struct sqlite_store *st, enum stmt_id id, char *out,
  * it back after an error such as SQLITE_NOMEM or SQLITE_FULL). */
 void sqlite_tx_rollback(struct sqlite_store *st)
 {
-    if (!sqlite3_get_autocommit(st->db)) {
+    if (st->db && !sqlite3_get_autocommit(st->db)) {
         sqlite3_step(st->stmt[ST_ROLLBACK]);
         sqlite3_reset(st->stmt[ST_ROLLBACK]);
     }
+    sqlite_write_unlock(st);
 }
 
 /* BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy
- * timeout), so a put never fails half-way for want of the lock. */
+ * timeout), so a put never fails half-way for want of the lock. Writers
+ * of this process queue on the file's mutex first. */
 int sqlite_tx_begin(struct sqlite_store *st, const char *op, struct keel_error *err)
 {
-    return sqlite_stmt_exec(st, ST_BEGIN, op, err);
+    int rc;
+
+    sqlite_write_lock(st);
+    if ((rc = sqlite_stmt_exec(st, ST_BEGIN, op, err)))
+        sqlite_write_unlock(st);
+    return rc;
 }
 
+/* Unlocks whatever COMMIT did: a failed COMMIT is followed by a ROLLBACK
+ * (a no-op for the lock). */
 int sqlite_tx_commit(struct sqlite_store *st, const char *op, struct keel_error *err)
 {
-    return sqlite_stmt_exec(st, ST_COMMIT, op, err);
+    int rc = sqlite_stmt_exec(st, ST_COMMIT, op, err);
+
+    if (!rc || sqlite3_get_autocommit(st->db))
+        sqlite_write_unlock(st);
+    return rc;
 }
 
 /* ---- connections --------------------------------------------------------- */
@@ -972,6 +985,7 @@ static void sqlite_close(struct store *store)
 
     sqlite_checkpointer_stop(st);   /* first: the last connection to close cleans up the WAL */
     connection_close(st);
+    sqlite_write_unlock(st);   /* (closing rolled back what was open) */
     sqlite_index_free(st);
     keel_free(st->path);
     keel_free(st);

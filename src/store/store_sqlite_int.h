@@ -82,7 +82,15 @@ struct sqlite_store {
     int reset;           /* the connection reported an error: replace it */
     struct sqlite_checkpointer *checkpointer;   /* NULL: SQLite's auto-checkpoint */
     struct sqlite_index *index;                 /* store_sqlite_index.c; NULL: none */
+    struct file_lock *write_lock;               /* store_sqlite_writelock.c */
+    int write_locked;                           /* this store holds it */
 };
+
+/* The process's writers of one file take turns on a mutex around their
+ * transactions (store_sqlite_writelock.c): sqlite_tx_begin locks, commit
+ * and rollback unlock; both are no-ops when already so. */
+void sqlite_write_lock(struct sqlite_store *st);
+void sqlite_write_unlock(struct sqlite_store *st);
 
 /* Helpers of store_sqlite.c shared with store_sqlite_conv.c. */
 
