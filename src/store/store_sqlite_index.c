@@ -415,7 +415,7 @@ int sqlite_index_search_papers(struct sqlite_store *st, const struct paper_query
                                struct paper_hits *out, int *served, struct keel_error *err)
 {
     struct sqlite_index *ix = st->index;
-    struct paper_filter filter = {&ix->papers, query};
+    struct paper_filter filter = {NULL, query};
     sqlite3_stmt *stmt;
     size_t n = 0;
     int rc, ready, limit = query->limit > STORE_LIMIT_MAX ? STORE_LIMIT_MAX : query->limit;
@@ -425,6 +425,7 @@ int sqlite_index_search_papers(struct sqlite_store *st, const struct paper_query
     out->n = 0;
     if (!ix || !ix->tok)
         return KEEL_OK;
+    filter.t = &ix->papers;
     if ((rc = search_begin(st, &ix->papers, 1, &ready, err)) || !ready)
         goto out;
     rank(ix, &ix->papers, query->text, query->match, limit, paper_passes, &filter, &n, served);
