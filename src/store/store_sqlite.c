@@ -201,14 +201,16 @@ int sqlite_tx_begin(struct sqlite_store *st, const char *op, struct keel_error *
     return rc;
 }
 
-/* Unlocks whatever COMMIT did: a failed COMMIT is followed by a ROLLBACK
- * (a no-op for the lock). */
+/* A COMMIT that fails with the transaction still open rolls it back, so
+ * the write mutex is always given back here (a caller's ROLLBACK after a
+ * failed COMMIT is then a no-op). */
 int sqlite_tx_commit(struct sqlite_store *st, const char *op, struct keel_error *err)
 {
     int rc = sqlite_stmt_exec(st, ST_COMMIT, op, err);
 
-    if (!rc || sqlite3_get_autocommit(st->db))
-        sqlite_write_unlock(st);
+    if (rc)
+        sqlite_tx_rollback(st);
+    sqlite_write_unlock(st);
     return rc;
 }
 

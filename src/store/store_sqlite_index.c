@@ -107,7 +107,9 @@ static fts5_api *fts5_api_of(sqlite3 *db)
 
 void sqlite_index_attach(struct sqlite_store *st)
 {
-    static const char *args[] = {"remove_diacritics", "2"};   /* the tables' tokenize option */
+    /* The tables' tokenize option (TOKENIZE in store_sqlite_schema.c):
+     * the two must change together. */
+    static const char *args[] = {"remove_diacritics", "2"};
     struct sqlite_index *ix = st->index;
     void *tok_ctx = NULL;
     fts5_api *api;

@@ -6,6 +6,7 @@
  */
 #include "store/store_sqlite_int.h"
 
+/* store_sqlite_index.c creates the same tokenizer: change both together. */
 #define TOKENIZE "tokenize = 'unicode61 remove_diacritics 2'"
 
 /* ---- migrations ---------------------------------------------------------- */
