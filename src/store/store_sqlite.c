@@ -1050,6 +1050,7 @@ int store_sqlite_open(const char *path, struct store **out, struct keel_error *e
         goto out;
     }
     st->base.ops = &sqlite_ops;
+    st->write_stripe = -1;
     /* Without the thread SQLite checkpoints inside COMMIT: slower, same
      * data. */
     (void)sqlite_checkpointer_start(st);

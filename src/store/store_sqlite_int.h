@@ -82,7 +82,7 @@ struct sqlite_store {
     int reset;           /* the connection reported an error: replace it */
     struct sqlite_checkpointer *checkpointer;   /* NULL: SQLite's auto-checkpoint */
     struct sqlite_index *index;                 /* store_sqlite_index.c; NULL: none */
-    struct file_lock *write_lock;               /* store_sqlite_writelock.c */
+    int write_stripe;                           /* store_sqlite_writelock.c; -1: not yet known */
     int write_locked;                           /* this store holds it */
 };
 
