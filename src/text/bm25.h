@@ -21,10 +21,15 @@
  *
  * Search: query words are tokens. BM25_ALL keeps rows holding every word,
  * each as a token or the start of one (FTS5's `"w1"* AND "w2"*`); BM25_ANY
- * keeps rows holding any word as a whole token (`"w1" OR "w2"`). Every
- * row touched by a query word is scored (term at a time, over compact
- * postings: a few nanoseconds a posting, where FTS5 reads each matching
- * row's sizes and positions); a bounded heap keeps the best `limit`.
+ * keeps rows holding any word as a whole token (`"w1" OR "w2"`). Each
+ * word's postings are read in full (its n, for the IDF, counts every row
+ * holding it) — a few nanoseconds a posting, where FTS5 reads each
+ * matching row's sizes and positions; OR scores every row touched, AND
+ * only rows that still hold every earlier word (term at a time, in query
+ * order); a bounded heap keeps the best `limit`. No top-k pruning
+ * (MaxScore, WAND): the IDF of a prefix word needs its whole postings
+ * anyway, and at a few thousand postings a word the walk costs tens of
+ * microseconds.
  */
 #ifndef KEEL_TEXT_BM25_H
 #define KEEL_TEXT_BM25_H
