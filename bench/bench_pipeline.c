@@ -31,6 +31,9 @@
  * answer, multi-part questions and the patient path (payer). The clock
  * of each turn is pinned (now_ms), one second after the previous turn's.
  *
+ * BENCH_VARIANT=turn (or turn_full) runs one variant only and
+ * BENCH_TURNS=N caps the timed turns (for a profiler).
+ *
  * BENCH_STAGES=1 adds a line per variant with the mean time of each
  * stage, measured between the stages' start events (publish includes
  * the commit and building the result).
@@ -488,6 +491,11 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
     struct run r;
     struct stage_clock stages;
     const char *want_stages = getenv("BENCH_STAGES");
+    const char *want_turns = getenv("BENCH_TURNS");
+    size_t max_turns = want_turns && strtol(want_turns, NULL, 10) > 0 &&
+                               strtol(want_turns, NULL, 10) < MAX_TURNS
+                           ? (size_t)strtol(want_turns, NULL, 10)
+                           : MAX_TURNS;
     uint64_t start, wall;
     size_t n = 0;
     double rss, tps, p50, p99;
@@ -520,7 +528,7 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
         r.stages = &stages;
     reset = reset_peak_rss();
     start = bench_now_ns();
-    while (n < MAX_TURNS && bench_now_ns() - start < BUDGET_NS) {
+    while (n < max_turns && bench_now_ns() - start < BUDGET_NS) {
         if (one_turn(&r, &samples[n]))
             goto out;
         n++;
@@ -583,8 +591,12 @@ int bench_pipeline(void)
     store_close(store);
     store = NULL;
     rc = 0;
-    for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++)
+    for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+        const char *only = getenv("BENCH_VARIANT");
+        if (only && *only && strcmp(variants[i].bench + strlen("pipeline."), only))
+            continue;
         rc |= run_variant(&variants[i], path, n_chunks, samples);
+    }
 out:
     store_close(store);
     if (saved_sync)

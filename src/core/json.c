@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/json_write.h"
 
 void keel_json_init(void)
 {
@@ -182,6 +183,12 @@ int keel_json_append(struct keel_buf *buf, const json_t *value, size_t flags)
     size_t before = buf->len;
     long failures = keel_alloc_failures();
 
+    int rc;
+
+    /* The fast writer, same text (core/json_write.c); what it leaves
+     * (KEEL_EINVAL) jansson writes or refuses. */
+    if (flags == JSON_COMPACT && (rc = keel_json_write_compact(buf, value)) != KEEL_EINVAL)
+        return rc ? KEEL_ENOMEM : KEEL_OK;
     if (json_dump_callback(value, dump_callback, &d, flags | JSON_SORT_KEYS | JSON_ENCODE_ANY) ||
         d.failed || keel_alloc_failures() != failures) {
         keel_buf_truncate(buf, before);

@@ -298,9 +298,14 @@ int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
               const char *fmt, ...)
 {
     const char *user = config_event_text(&t->pl->cfg, key ? key : t->stage_name);
-    char message[512], ts[KEEL_RFC3339_MAX];
-    json_t *event;
+    /* The turn's clock is fixed, so its time is formatted once per thread
+     * and turn time, not once per event. */
+    static _Thread_local int64_t ts_ms = INT64_MIN;
+    static _Thread_local char ts[KEEL_RFC3339_MAX];
+    char message[512];
+    json_t *event, *fields[9];
     va_list ap;
+    int failed = 0;
 
     /* A stage's user text shows at its start only, never at its end. */
     if (!key && strcmp(kind, "start"))
@@ -308,13 +313,34 @@ int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
     va_start(ap, fmt);
     vsnprintf(message, sizeof(message), fmt, ap);
     va_end(ap);
-    event = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:s?,s:s,s:o}", "correlation_id",
-                      t->correlation_id, "seq", ++t->event_seq, "stage", t->stage_name, "kind",
-                      kind, "level", user ? "both" : "technical", "message", message,
-                      "user_message", user, "ts",
-                      keel_time_format(t->now, ts, sizeof(ts)), "extra",
-                      extra ? extra : json_object());
-    if (!event || json_array_append_new(t->events, event))
+    if (ts_ms != t->now) {
+        keel_time_format(t->now, ts, sizeof(ts));
+        ts_ms = t->now;
+    }
+    /* The same object json_pack("{s:s,s:i,…}") made, without reading a
+     * format each time. */
+    fields[0] = json_string(t->correlation_id);
+    fields[1] = json_integer(++t->event_seq);
+    fields[2] = json_string(t->stage_name);
+    fields[3] = json_string(kind);
+    fields[4] = json_string(user ? "both" : "technical");
+    fields[5] = json_string(message);
+    fields[6] = user ? json_string(user) : json_null();
+    fields[7] = json_string(ts);
+    fields[8] = extra ? extra : json_object();
+    event = json_object();
+    for (int i = 0; i < 9; i++) {
+        static const char *const names[9] = {"correlation_id", "seq", "stage", "kind", "level",
+                                             "message", "user_message", "ts", "extra"};
+        /* set_new takes the value also when it fails (or event is NULL) */
+        if (!fields[i] || json_object_set_new_nocheck(event, names[i], fields[i]))
+            failed = 1;
+    }
+    if (failed) {
+        json_decref(event);
+        return KEEL_ENOMEM;
+    }
+    if (json_array_append_new(t->events, event))
         return KEEL_ENOMEM;
     if (t->req->on_event)
         t->req->on_event(t->req->event_ctx, event);

@@ -11,11 +11,18 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/id.h"
 
 struct bus {
     pthread_mutex_t lock;
     json_t *turns;           /* correlation id -> {status, conversation_id, events, result,
                               * error, finished} */
+    /* Correlation ids in the order their turns finished, a ring of
+     * 2 x capacity: make_room takes the oldest finished record from its
+     * front instead of looking at every record. Ids of records already
+     * gone (expired, forgotten) are skipped when they come up. */
+    char (*finished)[KEEL_ID_MAX];
+    size_t ring_head, ring_n, ring_cap;
     size_t capacity, open;
     int64_t keep_ms;
     void (*notify)(void *);
@@ -39,6 +46,12 @@ struct bus *bus_new(size_t capacity, int64_t keep_ms, void (*notify)(void *), vo
         keel_free(bus);
         return NULL;
     }
+    bus->ring_cap = capacity ? 2 * capacity : 1;
+    if (!(bus->finished = keel_calloc(bus->ring_cap, sizeof(*bus->finished)))) {
+        json_decref(bus->turns);
+        keel_free(bus);
+        return NULL;
+    }
     pthread_mutex_init(&bus->lock, NULL);
     bus->capacity = capacity;
     bus->keep_ms = keep_ms;
@@ -52,6 +65,7 @@ void bus_free(struct bus *bus)
     if (!bus)
         return;
     json_decref(bus->turns);
+    keel_free(bus->finished);
     pthread_mutex_destroy(&bus->lock);
     keel_free(bus);
 }
@@ -62,7 +76,9 @@ static void wake(struct bus *bus)
         bus->notify(bus->ctx);
 }
 
-/* Drops the oldest finished records while the bus is over capacity.
+/* Drops the oldest finished records while the bus is over capacity:
+ * the front of the finish-order ring, else (its ids all gone, or it lost
+ * some when it was full) the oldest found by looking at every record.
  * Called with the lock held. */
 static void make_room(struct bus *bus)
 {
@@ -71,6 +87,18 @@ static void make_room(struct bus *bus)
         json_t *rec;
         int64_t when = 0;
 
+        while (bus->ring_n) {
+            const char *id = bus->finished[bus->ring_head];
+            rec = json_object_get(bus->turns, id);
+            bus->ring_head = (bus->ring_head + 1) % bus->ring_cap;
+            bus->ring_n--;
+            if (rec && json_object_get(rec, "finished")) {
+                json_object_del(bus->turns, id);
+                break;
+            }
+        }
+        if (json_object_size(bus->turns) < bus->capacity)
+            return;
         json_object_foreach(bus->turns, key, rec) {
             json_t *finished = json_object_get(rec, "finished");
             if (finished && (!oldest || json_integer_value(finished) < when)) {
@@ -82,6 +110,19 @@ static void make_room(struct bus *bus)
             return;   /* all running: the caller refuses */
         json_object_del(bus->turns, oldest);
     }
+}
+
+/* Appends a finished turn's id to the ring; a full ring forgets its
+ * oldest id (make_room then finds that record by looking). */
+static void ring_push(struct bus *bus, const char *correlation_id)
+{
+    if (bus->ring_n == bus->ring_cap) {
+        bus->ring_head = (bus->ring_head + 1) % bus->ring_cap;
+        bus->ring_n--;
+    }
+    snprintf(bus->finished[(bus->ring_head + bus->ring_n) % bus->ring_cap], KEEL_ID_MAX, "%s",
+             correlation_id);
+    bus->ring_n++;
 }
 
 int bus_open(struct bus *bus, const char *correlation_id, const char *conversation_id,
@@ -158,6 +199,7 @@ void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, jso
         if (error)
             json_object_set(rec, "error", error);
         json_object_set_new(rec, "finished", json_integer(now_ms));
+        ring_push(bus, correlation_id);
         bus->open--;
     }
     pthread_mutex_unlock(&bus->lock);

@@ -52,18 +52,36 @@ static json_t *pending_conversations;
 
 void server_pending_add(const char *id, const char *pack, const char *owner, int reserved)
 {
+    static int64_t swept;
     const char *key;
     json_t *v, *tmp;
     int64_t now = keel_clock_now();
 
     if (!pending_conversations && !(pending_conversations = json_object()))
         return;
-    json_object_foreach_safe(pending_conversations, tmp, key, v)
-        if (now - json_integer_value(json_object_get(v, "at")) > PENDING_KEEP_MS)
-            json_object_del(pending_conversations, key);
+    /* Swept once a second, not on every new conversation (thousands of
+     * entries at a few thousand turns a second); a lookup checks the age
+     * itself (pending_get). */
+    if (now - swept >= 1000 || now < swept) {
+        swept = now;
+        json_object_foreach_safe(pending_conversations, tmp, key, v)
+            if (now - json_integer_value(json_object_get(v, "at")) > PENDING_KEEP_MS)
+                json_object_del(pending_conversations, key);
+    }
     json_object_set_new(pending_conversations, id,
                         json_pack("{s:s, s:s, s:I, s:b}", "pack", pack, "owner", owner, "at",
                                   (json_int_t)now, "reserved", reserved));
+}
+
+/* The pending entry of conversation `id`, unless it is older than
+ * PENDING_KEEP_MS (or there is none): NULL. */
+static json_t *pending_get(const char *id)
+{
+    json_t *v = pending_conversations ? json_object_get(pending_conversations, id) : NULL;
+
+    if (v && keel_clock_now() - json_integer_value(json_object_get(v, "at")) > PENDING_KEEP_MS)
+        return NULL;
+    return v;
 }
 
 void server_pending_forget(const char *id)
@@ -134,7 +152,7 @@ static int conversation_for(struct server *srv, struct evhttp_request *req, cons
                 return 0;
             }
         } else if (err.code == KEEL_ENOTFOUND &&
-                   (pending = json_object_get(pending_conversations, job->conversation_id))) {
+                   (pending = pending_get(job->conversation_id))) {
             if (!principal_may_read(who,
                                     json_string_value(json_object_get(pending, "owner")))) {
                 http_error(req, 404, "not_found", "conversation_id", "no conversation \"%s\"",

@@ -181,22 +181,37 @@ static int stmt_lookup_text(struct sqlite_store *st, enum stmt_id id, char *out,
  * it back after an error such as SQLITE_NOMEM or SQLITE_FULL). */
 void sqlite_tx_rollback(struct sqlite_store *st)
 {
-    if (!sqlite3_get_autocommit(st->db)) {
+    if (st->db && !sqlite3_get_autocommit(st->db)) {
         sqlite3_step(st->stmt[ST_ROLLBACK]);
         sqlite3_reset(st->stmt[ST_ROLLBACK]);
     }
+    sqlite_write_unlock(st);
 }
 
 /* BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy
- * timeout), so a put never fails half-way for want of the lock. */
+ * timeout), so a put never fails half-way for want of the lock. Writers
+ * of this process queue on the file's mutex first. */
 int sqlite_tx_begin(struct sqlite_store *st, const char *op, struct keel_error *err)
 {
-    return sqlite_stmt_exec(st, ST_BEGIN, op, err);
+    int rc;
+
+    sqlite_write_lock(st);
+    if ((rc = sqlite_stmt_exec(st, ST_BEGIN, op, err)))
+        sqlite_write_unlock(st);
+    return rc;
 }
 
+/* A COMMIT that fails with the transaction still open rolls it back, so
+ * the write mutex is always given back here (a caller's ROLLBACK after a
+ * failed COMMIT is then a no-op). */
 int sqlite_tx_commit(struct sqlite_store *st, const char *op, struct keel_error *err)
 {
-    return sqlite_stmt_exec(st, ST_COMMIT, op, err);
+    int rc = sqlite_stmt_exec(st, ST_COMMIT, op, err);
+
+    if (rc)
+        sqlite_tx_rollback(st);
+    sqlite_write_unlock(st);
+    return rc;
 }
 
 /* ---- connections --------------------------------------------------------- */
@@ -325,9 +340,15 @@ static int connect(struct sqlite_store *st, struct keel_error *err)
             return sqlite_fail(st, rc, "opening the store (another process holds it)", err);
         usleep(10000);
     }
+    /* A 6 MB page cache (SQLite's default is 2 MB) holds the rows that
+     * searches keep returning besides the pages each turn writes; the
+     * smaller one re-read some 15 pages a turn from the file. */
     return exec_static(st,
-                       sqlite_sync_full() ? "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;"
-                                          : "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+                       sqlite_sync_full()
+                           ? "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;"
+                             " PRAGMA cache_size = -6144;"
+                           : "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
+                             " PRAGMA cache_size = -6144;",
                        "opening the store", err);
 }
 
@@ -335,6 +356,7 @@ static int connect(struct sqlite_store *st, struct keel_error *err)
  * path and may connect again. */
 static void connection_close(struct sqlite_store *st)
 {
+    sqlite_index_detach(st);   /* its statements and tokenizer are the connection's */
     for (int i = 0; i < ST_COUNT; i++) {
         sqlite3_finalize(st->stmt[i]);
         st->stmt[i] = NULL;
@@ -350,8 +372,10 @@ static int connection_open(struct sqlite_store *st, struct keel_error *err)
 
     if ((rc = connect(st, err)) || (rc = migrate(st, err)) || (rc = prepare_all(st, err)))
         connection_close(st);
-    else
+    else {
         sqlite_checkpointer_attach(st);
+        sqlite_index_attach(st);
+    }
     return rc;
 }
 
@@ -601,7 +625,7 @@ int sqlite_column_dup(sqlite3_stmt *stmt, int col, char **out)
 
 /* Fills `paper` from the current row of ST_PAPER_SEARCH. On failure
  * `paper` is released and err says why. */
-static int paper_from_row(struct sqlite_store *st, sqlite3_stmt *stmt, struct store_paper *paper,
+int sqlite_paper_from_row(struct sqlite_store *st, sqlite3_stmt *stmt, struct store_paper *paper,
                           struct keel_error *err)
 {
     char *authors = NULL;
@@ -741,7 +765,7 @@ static int add_paper_row(struct sqlite_store *st, sqlite3_stmt *stmt, void *opaq
     if (!grown)
         return keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
     hits->items = grown;
-    if ((rc = paper_from_row(st, stmt, &hits->items[hits->n].paper, err)))
+    if ((rc = sqlite_paper_from_row(st, stmt, &hits->items[hits->n].paper, err)))
         return rc;
     hits->items[hits->n++].score = sqlite3_column_double(stmt, 11);
     return KEEL_OK;
@@ -753,9 +777,14 @@ static int sqlite_search_papers(struct store *store, const struct paper_query *q
     static const struct search_run run = {ST_PAPER_SEARCH, "search_papers", bind_paper_filters,
                                           add_paper_row};
     struct paper_hits hits = {NULL, 0};
-    int rc = run_search((struct sqlite_store *)store, &run, query->text, query->match, query,
-                        query->limit, &hits, err);
+    int served, rc;
 
+    if ((rc = sqlite_connection_ready((struct sqlite_store *)store, err)) ||
+        (rc = sqlite_index_search_papers((struct sqlite_store *)store, query, out, &served, err)) ||
+        served)
+        return rc;
+    rc = run_search((struct sqlite_store *)store, &run, query->text, query->match, query,
+                    query->limit, &hits, err);
     out->items = NULL;
     out->n = 0;
     if (rc) {
@@ -870,7 +899,7 @@ out:
 }
 
 /* Fills `hit` from the current row of ST_CHUNK_SEARCH; released on failure. */
-static int chunk_from_row(sqlite3_stmt *stmt, struct chunk_hit *hit)
+int sqlite_chunk_from_row(sqlite3_stmt *stmt, struct chunk_hit *hit)
 {
     memset(hit, 0, sizeof(*hit));
     hit->ordinal = sqlite3_column_int(stmt, 5);
@@ -905,7 +934,7 @@ static int add_chunk_row(struct sqlite_store *st, sqlite3_stmt *stmt, void *opaq
     (void)st;
     if (grown)
         hits->items = grown;
-    if (!grown || chunk_from_row(stmt, &hits->items[hits->n]))
+    if (!grown || sqlite_chunk_from_row(stmt, &hits->items[hits->n]))
         return keel_error_set(err, KEEL_ENOMEM, "search_chunks", "out of memory");
     hits->n++;
     return KEEL_OK;
@@ -917,8 +946,14 @@ static int sqlite_search_chunks(struct store *store, const char *text, enum stor
     static const struct search_run run = {ST_CHUNK_SEARCH, "search_chunks", bind_chunk_limit,
                                           add_chunk_row};
     struct chunk_hits hits = {NULL, 0};
-    int rc = run_search((struct sqlite_store *)store, &run, text, match, &limit, limit, &hits, err);
+    int served, rc;
 
+    if ((rc = sqlite_connection_ready((struct sqlite_store *)store, err)) ||
+        (rc = sqlite_index_search_chunks((struct sqlite_store *)store, text, match, limit, out,
+                                         &served, err)) ||
+        served)
+        return rc;
+    rc = run_search((struct sqlite_store *)store, &run, text, match, &limit, limit, &hits, err);
     out->items = NULL;
     out->n = 0;
     if (rc) {
@@ -958,6 +993,8 @@ static void sqlite_close(struct store *store)
 
     sqlite_checkpointer_stop(st);   /* first: the last connection to close cleans up the WAL */
     connection_close(st);
+    sqlite_write_unlock(st);   /* (closing rolled back what was open) */
+    sqlite_index_free(st);
     keel_free(st->path);
     keel_free(st);
 }
@@ -1019,6 +1056,7 @@ int store_sqlite_open(const char *path, struct store **out, struct keel_error *e
         goto out;
     }
     st->base.ops = &sqlite_ops;
+    st->write_stripe = -1;
     /* Without the thread SQLite checkpoints inside COMMIT: slower, same
      * data. */
     (void)sqlite_checkpointer_start(st);

@@ -90,7 +90,16 @@ struct sqlite_store {
     sqlite3_stmt *stmt[ST_COUNT];
     int reset;           /* the connection reported an error: replace it */
     struct sqlite_checkpointer *checkpointer;   /* NULL: SQLite's auto-checkpoint */
+    struct sqlite_index *index;                 /* store_sqlite_index.c; NULL: none */
+    int write_stripe;                           /* store_sqlite_writelock.c; -1: not yet known */
+    int write_locked;                           /* this store holds it */
 };
+
+/* The process's writers of one file take turns on a mutex around their
+ * transactions (store_sqlite_writelock.c): sqlite_tx_begin locks, commit
+ * and rollback unlock; both are no-ops when already so. */
+void sqlite_write_lock(struct sqlite_store *st);
+void sqlite_write_unlock(struct sqlite_store *st);
 
 /* Helpers of store_sqlite.c shared with store_sqlite_conv.c. */
 
@@ -131,6 +140,28 @@ int sqlite_sync_full(void);
 int sqlite_checkpointer_start(struct sqlite_store *st);
 void sqlite_checkpointer_attach(struct sqlite_store *st);
 void sqlite_checkpointer_stop(struct sqlite_store *st);
+
+/* Fill a paper / chunk hit from the current row of a statement with the
+ * columns of ST_PAPER_SEARCH / ST_CHUNK_SEARCH. The paper version sets
+ * err; the chunk version returns KEEL_ENOMEM. On failure nothing is kept. */
+int sqlite_paper_from_row(struct sqlite_store *st, sqlite3_stmt *stmt, struct store_paper *paper,
+                          struct keel_error *err);
+int sqlite_chunk_from_row(sqlite3_stmt *stmt, struct chunk_hit *hit);
+
+/* The in-memory ranked index (store_sqlite_index.c). attach: after every
+ * connect, prepares its statements and takes FTS5's tokenizer (on failure
+ * the FTS5 statements serve every search); detach: before the connection
+ * closes; free: with the store. search_*: *served 0 means the caller runs
+ * the FTS5 statement instead (same contract); otherwise *out holds the
+ * hits, ranked exactly as that statement ranks them. */
+void sqlite_index_attach(struct sqlite_store *st);
+void sqlite_index_detach(struct sqlite_store *st);
+void sqlite_index_free(struct sqlite_store *st);
+int sqlite_index_search_papers(struct sqlite_store *st, const struct paper_query *query,
+                               struct paper_hits *out, int *served, struct keel_error *err);
+int sqlite_index_search_chunks(struct sqlite_store *st, const char *text, enum store_match match,
+                               int limit, struct chunk_hits *out, int *served,
+                               struct keel_error *err);
 
 /* The conversation operations of the port (store_sqlite_conv.c). */
 int sqlite_load_conversation(struct store *store, const char *id, struct store_conversation *out,

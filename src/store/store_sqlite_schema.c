@@ -6,6 +6,7 @@
  */
 #include "store/store_sqlite_int.h"
 
+/* store_sqlite_index.c creates the same tokenizer: change both together. */
 #define TOKENIZE "tokenize = 'unicode61 remove_diacritics 2'"
 
 /* ---- migrations ---------------------------------------------------------- */
@@ -215,6 +216,25 @@ const struct migration sqlite_migrations[] = {
          " created_at INTEGER NOT NULL,"
          " updated_at INTEGER NOT NULL,"
          " PRIMARY KEY (user, key)) WITHOUT ROWID;"},
+    /* 11: a generation per searchable table, bumped by every write of a
+     * paper or a chunk (any connection, any process), so the in-memory
+     * search index (store_sqlite_index.c) knows when it is stale. */
+    {11, "CREATE TABLE search_generation ("
+         " name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+         "INSERT INTO search_generation (name, value) VALUES ('papers', 0), ('chunks', 0);"
+         "CREATE TRIGGER papers_generation_insert AFTER INSERT ON papers BEGIN"
+         " UPDATE search_generation SET value = value + 1 WHERE name = 'papers'; END;"
+         "CREATE TRIGGER papers_generation_update AFTER UPDATE ON papers BEGIN"
+         " UPDATE search_generation SET value = value + 1 WHERE name = 'papers'; END;"
+         "CREATE TRIGGER papers_generation_delete AFTER DELETE ON papers BEGIN"
+         " UPDATE search_generation SET value = value + 1 WHERE name = 'papers'; END;"
+         "CREATE TRIGGER chunks_generation_insert AFTER INSERT ON chunks BEGIN"
+         " UPDATE search_generation SET value = value + 1 WHERE name = 'chunks'; END;"
+         "CREATE TRIGGER chunks_generation_update AFTER UPDATE ON chunks BEGIN"
+         " UPDATE search_generation SET value = value + 1 WHERE name = 'chunks'; END;"
+         "CREATE TRIGGER chunks_generation_delete AFTER DELETE ON chunks BEGIN"
+         " UPDATE search_generation SET value = value + 1 WHERE name = 'chunks'; END;"
+         /* documents: a hit reads its title and source from the row */},
 };
 
 const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0]);

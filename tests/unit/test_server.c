@@ -156,6 +156,52 @@ START_TEST(test_bus_numbers_events_and_keeps_results)
 }
 END_TEST
 
+/* A full bus drops its oldest finished turn, in the order turns finished,
+ * also after many finishes (the ring wraps), ids already expired or
+ * forgotten are skipped, and running turns are never dropped. */
+START_TEST(test_bus_drops_oldest_finished_first)
+{
+    struct bus *bus = bus_new(4, 1000000, count_notify, NULL);
+    char id[32];
+
+    for (int i = 0; i < 4; i++) {
+        snprintf(id, sizeof(id), "turn_%d", i);
+        ck_assert_int_eq(bus_open(bus, id, "c", "", 0), KEEL_OK);
+    }
+    /* finished in the order 2, 0, 3; turn_1 keeps running */
+    bus_finish(bus, "turn_2", json_object(), NULL, 10);
+    bus_finish(bus, "turn_0", json_object(), NULL, 20);
+    bus_finish(bus, "turn_3", json_object(), NULL, 30);
+    ck_assert_int_eq(bus_open(bus, "turn_4", "c", "", 0), KEEL_OK);   /* turn_2 goes */
+    ck_assert_int_eq(bus_read(bus, "turn_2", 0, NULL, NULL, NULL, NULL, 0), BUS_UNKNOWN);
+    ck_assert_int_eq(bus_read(bus, "turn_0", 0, NULL, NULL, NULL, NULL, 0), BUS_DONE);
+    bus_forget_conversation(bus, "c");   /* turn_0 and turn_3 go; their ids stay in the ring */
+    ck_assert_int_eq(bus_open(bus, "turn_5", "c", "", 0), KEEL_OK);
+    ck_assert_int_eq(bus_open(bus, "turn_6", "c", "", 0), KEEL_OK);
+    /* full of running turns: nothing to drop */
+    ck_assert_int_eq(bus_open(bus, "turn_7", "c", "", 0), KEEL_EFAIL);
+    /* Many turns later the ring has wrapped several times. */
+    for (int i = 8; i < 200; i++) {
+        char prev[32];
+        snprintf(prev, sizeof(prev), "turn_%d", i == 8 ? 4 : i - 1);
+        bus_finish(bus, prev, json_object(), NULL, 100 + i);
+        snprintf(id, sizeof(id), "turn_%d", i);
+        ck_assert_int_eq(bus_open(bus, id, "c", "", 0), KEEL_OK);
+    }
+    /* each new turn dropped the one finished just before */
+    ck_assert_int_eq(bus_read(bus, "turn_198", 0, NULL, NULL, NULL, NULL, 0), BUS_UNKNOWN);
+    ck_assert_int_eq(bus_read(bus, "turn_199", 0, NULL, NULL, NULL, NULL, 0), BUS_QUEUED);
+    bus_finish(bus, "turn_199", json_object(), NULL, 500);
+    bus_finish(bus, "turn_5", json_object(), NULL, 600);
+    ck_assert_int_eq(bus_open(bus, "turn_200", "c", "", 0), KEEL_OK);   /* turn_199 goes */
+    ck_assert_int_eq(bus_read(bus, "turn_199", 0, NULL, NULL, NULL, NULL, 0), BUS_UNKNOWN);
+    ck_assert_int_eq(bus_read(bus, "turn_5", 0, NULL, NULL, NULL, NULL, 0), BUS_DONE);
+    ck_assert_int_eq(bus_read(bus, "turn_1", 0, NULL, NULL, NULL, NULL, 0), BUS_QUEUED);
+    ck_assert_int_eq(bus_read(bus, "turn_6", 0, NULL, NULL, NULL, NULL, 0), BUS_QUEUED);
+    bus_free(bus);
+}
+END_TEST
+
 START_TEST(test_tokens_and_hashes)
 {
     char a[AUTH_TOKEN_MAX], b[AUTH_TOKEN_MAX], hash[AUTH_HASH_MAX];
@@ -215,6 +261,7 @@ Suite *suite_server(void)
     tcase_add_test(tc, test_queue_capacity_and_free);
     tcase_add_test(tc, test_queue_pop_waits_for_a_job);
     tcase_add_test(tc, test_bus_numbers_events_and_keeps_results);
+    tcase_add_test(tc, test_bus_drops_oldest_finished_first);
     tcase_add_test(tc, test_tokens_and_hashes);
     tcase_add_test(tc, test_api_roles_map_onto_pack_roles);
     suite_add_tcase(s, tc);

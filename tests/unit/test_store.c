@@ -20,6 +20,7 @@
  * also catches a connection left open (SQLite allocates through keel).
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -861,7 +862,8 @@ START_TEST(test_sqlite_reopen_keeps_data)
                             "3@2026-02-07T12:00:00.000Z;4@2026-02-07T12:00:00.000Z;"
                             "5@2026-02-07T12:00:00.000Z;6@2026-02-07T12:00:00.000Z;"
                             "7@2026-02-07T12:00:00.000Z;8@2026-02-07T12:00:00.000Z;"
-                            "9@2026-02-07T12:00:00.000Z;10@2026-02-07T12:00:00.000Z;");
+                            "9@2026-02-07T12:00:00.000Z;10@2026-02-07T12:00:00.000Z;"
+                            "11@2026-02-07T12:00:00.000Z;");
 
     /* A day later, through the "sqlite:" form of the location. */
     keel_clock_pin(NOW_MS + 86400000);
@@ -1089,6 +1091,80 @@ static void add_contract_tests(TCase *tc)
     tcase_add_test(tc, test_failed_operations_change_nothing);
 }
 
+/* Two threads, each with its own store on one file, write at once: every
+ * put lands (they take turns on the file's mutex, not on SQLite's busy
+ * sleeps), and a write that fails part way gives the mutex back — the
+ * other store then writes without waiting forever. */
+struct writer_arg {
+    const char *path;
+    int first;
+    int failures;
+};
+
+static void *writer_thread(void *opaque)
+{
+    struct writer_arg *w = opaque;
+    struct store *store = NULL;
+    struct keel_error err;
+
+    if (store_open(w->path, &store, &err)) {
+        w->failures = -1;
+        return NULL;
+    }
+    for (int i = 0; i < 150; i++) {
+        char id[32], title[64];
+        struct store_paper p;
+        enum store_outcome outcome;
+        snprintf(id, sizeof(id), "w%d-%03d", w->first, i);
+        snprintf(title, sizeof(title), "Concurrent paper %d of writer %d", i, w->first);
+        p = paper_make(id, title, "Written while another store writes.", 2020, 0);
+        if (store_put_paper(store, &p, &outcome, &err) || outcome != STORE_ADDED)
+            w->failures++;
+    }
+    store_close(store);
+    return NULL;
+}
+
+START_TEST(test_sqlite_writers_take_turns)
+{
+    struct store *a = store_fresh(), *b;
+    struct writer_arg args[2] = {{db_path, 0, 0}, {db_path, 1, 0}};
+    pthread_t threads[2];
+    struct store_paper p = paper_make("after-failure", "Written after a failed write", NULL, 0, 0);
+    struct keel_error err;
+    int rc = KEEL_OK;
+
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, writer_thread, &args[i]), 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+    ck_assert_int_eq(args[0].failures, 0);
+    ck_assert_int_eq(args[1].failures, 0);
+    assert_counts(a, 300, 0, 0);
+
+    /* Writes of `a` failing at every step, each followed by a write of b. */
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_open(db_path, &b, &err), KEEL_OK);
+    for (long fail = 0; fail < 2000; fail++) {
+        struct store_paper q = paper_make("faulty", "A write that fails part way", NULL, 0, 0);
+        struct store_counts counts;
+        char id[32];
+        ck_assert_int_eq(store_counts(a, &counts, &err), KEEL_OK);   /* reconnected */
+        keel_alloc_fail_after(fail, 1);
+        rc = store_put_paper(a, &q, NULL, &err);
+        keel_alloc_fail_after(-1, 0);
+        snprintf(id, sizeof(id), "after-%04ld", fail);
+        p.id = id;
+        ck_assert_int_eq(store_put_paper(b, &p, NULL, &err), KEEL_OK);
+        if (!rc)
+            break;
+    }
+    ck_assert_msg(rc == KEEL_OK, "%d %s: %s", rc, err.field, err.message);
+    store_close(b);
+    store_close(a);
+}
+END_TEST
+
 Suite *suite_store(void)
 {
     Suite *s = suite_create("store");
@@ -1117,6 +1193,7 @@ Suite *suite_store(void)
     tcase_add_test(file, test_sqlite_checkpoints_in_the_background);
     tcase_add_test(file, test_sqlite_schema_from_the_future);
     tcase_add_test(file, test_sqlite_failed_migration_rolls_back);
+    tcase_add_test(file, test_sqlite_writers_take_turns);
     suite_add_tcase(s, file);
     return s;
 }

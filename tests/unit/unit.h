@@ -48,5 +48,7 @@ Suite *suite_assistant(void);
 Suite *suite_artifact(void);
 Suite *suite_artifact_store(void);
 Suite *suite_scenario(void);
+Suite *suite_bm25(void);
+Suite *suite_json_write(void);
 
 #endif

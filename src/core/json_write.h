@@ -1,0 +1,20 @@
+/*
+ * json_write.h — a fast writer of compact JSON text that is byte for byte
+ * what jansson writes with JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY
+ * (keel_json_append() uses it for JSON_COMPACT).
+ */
+#ifndef KEEL_CORE_JSON_WRITE_H
+#define KEEL_CORE_JSON_WRITE_H
+
+#include <jansson.h>
+
+#include "core/buf.h"
+#include "core/error.h"
+
+/* Appends the compact text of `value` to `buf`. KEEL_ENOMEM / KEEL_ETOOBIG
+ * from the buffer; KEEL_EINVAL for what only jansson may decide (a string
+ * that is not UTF-8, nesting over 256 levels, an object over 4,096 keys,
+ * NULL). On failure `buf` is as it was. */
+int keel_json_write_compact(struct keel_buf *buf, const json_t *value);
+
+#endif
