@@ -685,7 +685,7 @@ void convert_group(const char *num, char *out, size_t n)
         digits++;
     /* Not a plain number ("3.1e+20", "an amount too large …"): as it is. */
     if (digits == 0 || (start + digits < len && num[start + digits] != '.') ||
-        len + digits / 3 + 1 > n) {
+        len + (digits - 1) / 3 + 1 > n) {
         snprintf(out, n, "%s", num);
         return;
     }
