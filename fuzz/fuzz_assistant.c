@@ -50,6 +50,13 @@ static void fuzz_convert(const char *text, size_t n)
         convert_format(v, t->units[req.to].currency, out, sizeof(out));
         if (!*out)
             abort();
+        {
+            char grouped[96], small[12];
+            convert_group(out, grouped, sizeof(grouped));
+            convert_group(out, small, sizeof(small));
+            if (strlen(grouped) < strlen(out) || strlen(small) >= sizeof(small))
+                abort();   /* grouping only adds commas, and never overruns */
+        }
     }
     if (utf8_valid_prefix(req.unknown, strlen(req.unknown)) != strlen(req.unknown) &&
         utf8_valid_prefix(text, n) == n && n < CONVERT_INPUT_MAX)

@@ -202,21 +202,23 @@ static int amount_text(const json_t *r, struct keel_buf *b)
 {
     const json_t *from = json_object_get(r, "from"), *parts = json_object_get(r, "parts"), *p;
     int currency = !strcmp(str(from, "category"), "currency");
-    char num[64];
+    char num[64], shown[96];
     size_t i;
     int rc = KEEL_OK;
 
     if (json_array_size(parts) <= 1) {
         double a = json_number_value(json_object_get(r, "amount"));
         convert_format(a, 0, num, sizeof(num));
-        return keel_buf_addf(b, "%s %s", num, currency ? str(from, "name")
+        convert_group(num, shown, sizeof(shown));
+        return keel_buf_addf(b, "%s %s", shown, currency ? str(from, "name")
                                               : a == 1 ? str(from, "one") : str(from, "other"));
     }
     json_array_foreach(parts, i, p) {
         double a = json_number_value(json_object_get(p, "amount"));
         convert_format(a, 0, num, sizeof(num));
+        convert_group(num, shown, sizeof(shown));
         if (!rc)
-            rc = keel_buf_addf(b, "%s%s %s", i ? " " : "", num, str(p, "unit"));
+            rc = keel_buf_addf(b, "%s%s %s", i ? " " : "", shown, str(p, "unit"));
     }
     return rc;
 }
@@ -229,14 +231,16 @@ static int compose_convert(struct turn *t, const json_t *r, struct keel_buf *b)
     const char *names[] = {"unknown", "from", "to", "from_kind", "to_kind", "reason"};
     const char *values[] = {str(r, "unknown"), str(from, "name"), str(to, "name"),
                             str(from, "category"), str(to, "category"), str(r, "reason")};
-    char num[64];
+    char num[64], shown[96];
     int currency = !strcmp(str(to, "category"), "currency"), rc;
     double v = json_number_value(json_object_get(r, "value"));
 
     if (!strcmp(status, "ok")) {
+        /* Deterministic digits, grouped by three: "1,000,000 JPY = 6,646.15 USD." */
         convert_format(v, currency, num, sizeof(num));
+        convert_group(num, shown, sizeof(shown));
         if ((rc = amount_text(r, b)) ||
-            (rc = keel_buf_addf(b, " = %s %s.", num,
+            (rc = keel_buf_addf(b, " = %s %s.", shown,
                                 currency ? str(to, "name")
                                          : !strcmp(num, "1") ? str(to, "one") : str(to, "other"))))
             return rc;

@@ -349,7 +349,9 @@ static int load_phrase_lists(struct pipeline_config *cfg, const json_t *section,
         (rc = add_phrases(cfg, json_object_get(section, "split_phrases"), CCAT_SPLIT, 0,
                           "pipeline.split_phrases", err)) ||
         (rc = add_phrases(cfg, json_object_get(section, "switch_phrases"), CCAT_SWITCH, 0,
-                          "pipeline.switch_phrases", err)))
+                          "pipeline.switch_phrases", err)) ||
+        (rc = add_phrases(cfg, json_object_get(section, "thanks_phrases"), CCAT_THANKS, 0,
+                          "pipeline.thanks_phrases", err)))
         return rc;
     return KEEL_OK;
 }
@@ -358,7 +360,7 @@ int config_load(const struct pack *pack, struct pipeline_config *cfg, struct kee
 {
     static const char *const keys[] = {"stage", "state_phrases", "affirmations",
                                        "question_starts", "stopwords", "split_phrases",
-                                       "switch_phrases", "slots",
+                                       "switch_phrases", "thanks_phrases", "slots",
                                        "paths", "retrieval", "events", "messages", "sample", NULL};
     json_t *section = json_object_get(pack->doc, "pipeline");
     int rc;

@@ -32,6 +32,7 @@ enum config_category {
     CCAT_STOPWORD,      /* words that carry no content for retrieval */
     CCAT_SPLIT,         /* "and also", "also": joints between subquestions */
     CCAT_SWITCH,        /* "what about", "how about": the same question, another value */
+    CCAT_THANKS,        /* "thanks", "thank you": smalltalk answered with messages.thanks */
     CCAT_SLOT,
     CCAT_PATH = CCAT_SLOT + CONFIG_MAX_SLOTS,
     CCAT_COUNT = CCAT_PATH + CONFIG_MAX_PATHS

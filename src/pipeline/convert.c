@@ -674,3 +674,25 @@ void convert_format(double v, int currency, char *out, size_t n)
     if (!strcmp(out, "-0"))
         snprintf(out, n, "0");
 }
+
+void convert_group(const char *num, char *out, size_t n)
+{
+    size_t len = strlen(num), start = num[0] == '-' ? 1 : 0, digits = 0, k = 0;
+
+    if (n == 0)
+        return;
+    while (start + digits < len && isdigit((unsigned char)num[start + digits]))
+        digits++;
+    /* Not a plain number ("3.1e+20", "an amount too large …"): as it is. */
+    if (digits == 0 || (start + digits < len && num[start + digits] != '.') ||
+        len + (digits - 1) / 3 + 1 > n) {
+        snprintf(out, n, "%s", num);
+        return;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (i > start && i < start + digits && (start + digits - i) % 3 == 0)
+            out[k++] = ',';
+        out[k++] = num[i];
+    }
+    out[k] = '\0';
+}

@@ -107,4 +107,10 @@ enum convert_status convert_value(const struct convert_tables *t, struct convert
  * up to 6 significant digits, no trailing zeros ("3.10686", "37", "0.5"). */
 void convert_format(double v, int currency, char *out, size_t n);
 
+/* Copies convert_format's `num` into `out` (`n` bytes) with a comma
+ * between each group of three digits of the whole part ("1000000" →
+ * "1,000,000", "-12345.5" → "-12,345.5"). Anything else ("1e+20", a word,
+ * or a result that would not fit) is copied as it is, cut to fit. */
+void convert_group(const char *num, char *out, size_t n);
+
 #endif

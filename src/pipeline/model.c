@@ -26,6 +26,7 @@
  * cut off — leaves the extractive answer with a notice: the turn still
  * completes and is stored, and the decision log says what happened.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -345,18 +346,38 @@ static void add_notice(struct turn *t, struct keel_buf *b, const char *text)
         keel_buf_truncate(b, len);
 }
 
+/* Says in `b` (the extractive answer) that the model failed. A reply keel
+ * wrote for want of a model (the pack's `conversation`, `smalltalk`,
+ * `veto` …: "No language model is configured …") would contradict the
+ * configured one: when the pack has a message `<key>_model_failed` for it
+ * ("The language model did not answer, so I can't hold an open
+ * conversation right now …"), that message is the whole answer. Any other
+ * answer keeps its text, with the closing notice `model_unavailable`. */
+static int say_model_failed(struct turn *t, struct keel_buf *b)
+{
+    if (t->answer_key) {
+        char key[64];
+        const char *own = config_message(&t->pl->cfg, t->answer_key, NULL), *failed;
+        snprintf(key, sizeof(key), "%s_model_failed", t->answer_key);
+        failed = config_message(&t->pl->cfg, key, NULL);
+        if (own && failed && b->len == strlen(own) && !memcmp(b->data, own, b->len)) {
+            keel_buf_reset(b);
+            return keel_buf_adds(b, failed) ? KEEL_ENOMEM : KEEL_OK;
+        }
+    }
+    add_notice(t, b, message(t, "model_unavailable",
+                             "Note: the language model did not answer, so this answer is "
+                             "taken directly from the sources."));
+    return KEEL_OK;
+}
+
 /* The extractive answer stays, with a closing notice. */
 static int keep_extractive(struct turn *t, struct keel_buf *extractive)
 {
-    const char *notice = message(t, "model_unavailable",
-                                 "Note: the language model did not answer, so this answer is "
-                                 "taken directly from the sources.");
-
     keel_buf_reset(&t->answer);
     if (keel_buf_add(&t->answer, extractive->data, extractive->len))
         return KEEL_ENOMEM;   /* it fitted before: memory */
-    add_notice(t, &t->answer, notice);
-    return KEEL_OK;
+    return say_model_failed(t, &t->answer);
 }
 
 static int set_answer_log(struct turn *t, const char *status, const char *source,
@@ -492,13 +513,9 @@ int model_compose(struct turn *t, struct keel_error *err)
         return oom(err);
     if (t->decision.route == POLICY_ROUTE_COMMAND || t->routed)   /* keel's own answer */
         return set_answer_log(t, "skipped", "keel", NULL) ? oom(err) : KEEL_OK;
-    if (t->model_failed) {   /* the proposal failed: no second wait for the same server */
-        add_notice(t, &t->answer,
-                   message(t, "model_unavailable",
-                           "Note: the language model did not answer, so this answer is taken "
-                           "directly from the sources."));
-        return set_answer_log(t, "failed", "extractive", NULL) ? oom(err) : KEEL_OK;
-    }
+    if (t->model_failed)   /* the proposal failed: no second wait for the same server */
+        return say_model_failed(t, &t->answer) || set_answer_log(t, "failed", "extractive", NULL)
+                   ? oom(err) : KEEL_OK;
     for (int i = 0; i < t->state.blueprint.n_subs; i++) {
         const json_t *web = t->results[i].outcome;
         ran |= t->results[i].ran;

@@ -324,10 +324,20 @@ static int compose_conversation(struct turn *t, struct keel_buf *b)
                                            : "Your research question is \u201c{question}\u201d. "
                                              "Ask me to find papers on it."),
                             names, values, 2);
+    t->answer_key = "conversation";
     return keel_buf_adds(b, message(t, "conversation",
                                     "I answer from the sources I can search. Ask me to find "
                                     "something, for example \u201cfind recent papers on graph "
                                     "neural networks\u201d."));
+}
+
+/* Nonzero when the message thanks (a phrase of pipeline.thanks_phrases). */
+static int is_thanks(const struct turn *t)
+{
+    struct lex_result res;
+
+    config_match(&t->pl->cfg, t->req->message, t->req->message_len, &res);
+    return (res.categories >> CCAT_THANKS) & 1;
 }
 
 static int compose_sub(struct turn *t, int i, struct keel_buf *b)
@@ -356,13 +366,25 @@ static int compose_no_tools(struct turn *t, struct keel_buf *b)
     if (t->decision.route == POLICY_ROUTE_COMMAND)
         return keel_buf_adds(b, message(t, "command",
                                         "Commands are not available here. Ask me a question."));
-    if (t->decision.tool_veto)
+    if (t->decision.tool_veto) {
+        t->answer_key = "veto";
         return keel_buf_adds(b, message(t, "veto",
                                         "You asked me not to search, and I answer only from "
                                         "what I find, so I have nothing to add. Ask again "
                                         "without that and I will look it up."));
+    }
+    if (t->decision.reason == R_SMALLTALK && is_thanks(t)) {
+        /* "thanks" is no greeting: its own reply, then where the research stands. */
+        int rc = keel_buf_adds(b, message(t, "thanks", "You're welcome."));
+        if (rc || !(t->state.research_topic[0] || t->state.research_question[0])) {
+            t->answer_key = "thanks";
+            return rc;
+        }
+        return keel_buf_adds(b, "\n\n") ? KEEL_ENOMEM : compose_conversation(t, b);
+    }
     if (t->state.research_topic[0] || t->state.research_question[0])
         return compose_conversation(t, b);   /* a reminder of where the research stands */
+    t->answer_key = "smalltalk";
     return keel_buf_adds(b, message(t, "smalltalk",
                                     "Hello! Ask me a question and I will look it up."));
 }

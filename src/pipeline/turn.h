@@ -122,6 +122,7 @@ struct turn {
 
     /* compose / clarify */
     struct keel_buf answer;
+    const char *answer_key;            /* pipeline.messages key of a no-model reply, or NULL */
     json_t *sources;
     char *clarification;               /* owned; NULL when none */
     int ended;                         /* a stage ended the turn early */

@@ -273,6 +273,8 @@ static int query_add_token(struct policy_search *s, const struct policy_scan *sc
         end++;
     if (end < scan->n && isalnum((unsigned char)scan->text[end]))
         end = tok->start + tok->len;  /* "C+D": the + is a joint, not a suffix */
+    if (adjacent && s->query_len && (tok->flags & LEX_GLUED))
+        return query_add(s, scan->text + start, end - start, 0);  /* "5km" stays whole */
     if (adjacent && s->query_len) {
         const struct lex_token *prev = &scan->lex.tokens[i - 1];
         size_t gap = prev->start + prev->len;

@@ -19,9 +19,10 @@
 #define ITEM_NUMBER 1u
 #define ITEM_YEAR 2u
 #define ITEM_CLASS 3u
-#define ITEM_KIND(item) ((item) >> 30)
-#define ITEM_ARG(item) ((item) & 0x3fffffffu)
-#define MAKE_ITEM(kind, arg) (((uint32_t)(kind) << 30) | (uint32_t)(arg))
+#define ITEM_WORD_ANY 4u
+#define ITEM_KIND(item) ((item) >> 29)
+#define ITEM_ARG(item) ((item) & 0x1fffffffu)
+#define MAKE_ITEM(kind, arg) (((uint32_t)(kind) << 29) | (uint32_t)(arg))
 
 struct lex_phrase {
     uint16_t category;
@@ -456,11 +457,13 @@ static int add_phrase(struct lexicon *lex, int category, int value, const char *
                 item = MAKE_ITEM(ITEM_NUMBER, 0);
             } else if (name_len == 4 && !memcmp(brace + 1, "year", 4)) {
                 item = MAKE_ITEM(ITEM_YEAR, 0);
+            } else if (name_len == 4 && !memcmp(brace + 1, "word", 4)) {
+                item = MAKE_ITEM(ITEM_WORD_ANY, 0);
             } else {
                 int cat = category_of_name ? category_of_name(brace + 1, name_len) : -1;
                 if (cat < 0 || cat >= LEX_MAX_CATEGORIES)
                     return keel_error_set(err, KEEL_EINVAL, field,
-                                          "unknown slot {%.*s} in \"%s\" (use {n}, {year} or a table name)",
+                                          "unknown slot {%.*s} in \"%s\" (use {n}, {year}, {word} or a table name)",
                                           (int)name_len, brace + 1, text);
                 item = MAKE_ITEM(ITEM_CLASS, cat);
                 lex->slot_classes |= (uint64_t)1 << cat;
@@ -607,6 +610,9 @@ static inline int item_matches(const struct lexicon *lex, const struct lex_token
         return tok->number >= 0 || (tok->flags & LEX_NUMERIC);
     case ITEM_YEAR:
         return (tok->flags & LEX_NUMERIC) && tok->len == 4 && tok->number >= 1000;
+    case ITEM_WORD_ANY:
+        /* Any one word that is not a number or a dash: "3 parsecs to km". */
+        return !(tok->flags & LEX_NUMERIC) && tok->number < 0;
     default:
         return tok->word && (lex->word_classes[tok->word] >> ITEM_ARG(item) & 1);
     }
@@ -653,6 +659,42 @@ static inline int comes_first(const struct lexicon *lex, uint32_t a, uint32_t b)
     return lex->phrases[a].n != lex->phrases[b].n ? lex->phrases[a].n > lex->phrases[b].n : a < b;
 }
 
+/* The value of a numeric token's `n` bytes when it is a small whole
+ * number (at most nine digits, no separator), else -1. */
+static int32_t number_value(const char *norm, size_t n)
+{
+    int32_t v = 0;
+
+    if (n == 0 || n > 9 || memchr(norm, '.', n) || memchr(norm, ',', n))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (norm[i] - '0');
+    return v;
+}
+
+/* A number glued to a word the pack uses as a {slot} ("5km", "98.6°f",
+ * "1,000mb"): returns the bytes of the number, else 0. Only words of a
+ * slot class split off, so "5g", "3d" or "1990s" stay whole in packs
+ * without such a word. */
+static size_t glued_number(const struct lexicon *lex, const struct raw_token *raw)
+{
+    size_t i = 0;
+    uint32_t id;
+
+    if (!lex->slot_classes || (raw->flags & LEX_NUMERIC) || raw->norm_len != raw->len ||
+        raw->norm_len > LEX_MAX_WORD)
+        return 0;
+    while (i < raw->norm_len && (is_digit((unsigned char)raw->norm[i]) ||
+                                 (i > 0 && (raw->norm[i] == '.' || raw->norm[i] == ',') &&
+                                  i + 1 < raw->norm_len &&
+                                  is_digit((unsigned char)raw->norm[i + 1]))))
+        i++;
+    if (i == 0 || i == raw->norm_len)
+        return 0;
+    id = lexicon_word(lex, raw->norm + i, raw->norm_len - i);
+    return id && (lex->word_classes[id] & lex->slot_classes) ? i : 0;
+}
+
 void lexicon_match(const struct lexicon *lex, const char *text, size_t n,
                    struct lex_result *out)
 {
@@ -666,7 +708,13 @@ void lexicon_match(const struct lexicon *lex, const char *text, size_t n,
     out->truncated = 0;
     while (scan_token(text, n, &pos, &carry, &raw)) {
         struct lex_token *tok;
+        size_t glued;
         if (out->n_tokens >= LEX_MAX_TOKENS) {
+            out->truncated = 1;
+            break;
+        }
+        glued = glued_number(lex, &raw);
+        if (glued && out->n_tokens + 1 >= LEX_MAX_TOKENS) {
             out->truncated = 1;
             break;
         }
@@ -677,14 +725,21 @@ void lexicon_match(const struct lexicon *lex, const char *text, size_t n,
         tok->word = raw.norm_len <= LEX_MAX_WORD
                         ? lookup_hashed(lex, raw.norm, raw.norm_len, raw.hash) : 0;
         tok->number = -1;
-        if (raw.flags & LEX_NUMERIC) {
-            if (raw.len <= 9 && raw.norm_len == raw.len && !memchr(raw.norm, '.', raw.norm_len) &&
-                !memchr(raw.norm, ',', raw.norm_len)) {
-                int32_t v = 0;
-                for (size_t i = 0; i < raw.norm_len; i++)
-                    v = v * 10 + (raw.norm[i] - '0');
-                tok->number = v;
-            }
+        if (glued) {
+            /* "5km": the number, then its unit as a token of its own. */
+            tok->len = (uint32_t)glued;
+            tok->word = 0;
+            tok->flags |= LEX_NUMERIC;
+            tok->number = number_value(raw.norm, glued);
+            tok = &out->tokens[out->n_tokens++];
+            tok->start = (uint32_t)(raw.start + glued);
+            tok->len = (uint32_t)(raw.len - glued);
+            tok->flags = LEX_GLUED;
+            tok->word = lexicon_word(lex, raw.norm + glued, raw.norm_len - glued);
+            tok->number = lex->word_number[tok->word];
+        } else if (raw.flags & LEX_NUMERIC) {
+            if (raw.norm_len == raw.len)
+                tok->number = number_value(raw.norm, raw.norm_len);
         } else if (tok->word) {
             tok->number = lex->word_number[tok->word];
         }

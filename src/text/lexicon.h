@@ -9,13 +9,17 @@
  * policy decision stays well under a microsecond.
  *
  * Slots in a phrase: `{n}` matches a number (digits or a number word),
- * `{year}` a four-digit year, `{CATEGORY}` any single word that is itself a
- * one-word phrase of that category (e.g. `{unit}`).
+ * `{year}` a four-digit year, `{word}` any one word that is not a number,
+ * `{CATEGORY}` any single word that is itself a one-word phrase of that
+ * category (e.g. `{unit}`).
  *
  * Matching is ASCII case-insensitive; UTF-8 passes through as word bytes,
  * except that ’ counts as an apostrophe and – — as a dash. A hyphen inside
  * a word splits it ("open-access" → "open" "access") with the second token
- * marked LEX_JOINED, so "open access" matches both spellings.
+ * marked LEX_JOINED, so "open access" matches both spellings. A number
+ * glued to a word of a category used as a `{CATEGORY}` slot splits in two
+ * ("5km" → "5" "km", the second marked LEX_GLUED), so "{n} {unit}" matches
+ * both spellings; other glued tokens ("5g", "1990s") stay whole.
  */
 #ifndef KEEL_TEXT_LEXICON_H
 #define KEEL_TEXT_LEXICON_H
@@ -36,6 +40,7 @@
 #define LEX_BREAK 0x02         /* a comma/colon/parenthesis precedes it */
 #define LEX_SENTENCE 0x04      /* a sentence end (. ! ? ;) precedes it */
 #define LEX_NUMERIC 0x08       /* digits, maybe with one decimal point */
+#define LEX_GLUED 0x10         /* a word split off the number before it ("5km") */
 
 struct lex_token {
     uint32_t start;   /* byte offset in the message */

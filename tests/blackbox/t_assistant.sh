@@ -104,7 +104,7 @@ test_assistant_commands_and_stop_ends_the_chat() {
 }
 
 test_assistant_conversions() {
-    printf 'convert 5 km to miles\n100 usd in eur\nconvert 5 km to parsecs\n5 km to kg\n' > "$TMP/in"
+    printf 'convert 5 km to miles\n100 usd in eur\nconvert 5 km to parsecs\n5 km to kg\n1,000,000 yen to usd\n100 XYZ to eur\n' > "$TMP/in"
     chat_json mem: < "$TMP/in"
     expect_rc 0
     [ "$(printf '%s\n' "$OUT" | jq -r '.tools_called[0]' | sort -u)" = convert_units ] ||
@@ -117,6 +117,10 @@ test_assistant_conversions() {
     printf '%s\n' "$OUT" | sed -n 3p | jq -e '.answer | contains("parsecs")' > /dev/null || fail "unknown"
     printf '%s\n' "$OUT" | sed -n 4p | jq -e '.answer | contains("length (km) to mass (kg)")' > /dev/null ||
         fail "incompatible"
+    printf '%s\n' "$OUT" | sed -n 5p | jq -e '.answer | startswith("1,000,000 JPY = 6,646.15 USD.")' > /dev/null ||
+        fail "grouped"
+    printf '%s\n' "$OUT" | sed -n 6p |
+        jq -e '.answer == "I don\u0027t have a rate for the currency \u201cXYZ\u201d."' > /dev/null || fail "XYZ"
 }
 
 test_assistant_websearch_through_the_port() {
@@ -170,6 +174,26 @@ test_assistant_llm_only_without_a_model() {
     chat_json mem: < "$TMP/in"
     expect_json '.decision.route' '"llm_only"'
     expect_json '.answer | startswith("No language model is configured")' 'true'
+}
+
+# A model configured but unreachable: one honest message, not "no model is
+# configured" followed by "the model did not answer".
+test_assistant_llm_only_with_an_unreachable_model() {
+    printf 'tell me a joke\nhi\nthanks\nconvert 5km to miles\n' > "$TMP/in"
+    chat_json mem: --llm-url http://127.0.0.1:1/v1 --llm-model x < "$TMP/in"
+    expect_rc 0
+    printf '%s\n' "$OUT" | sed -n 1p |
+        jq -e '.decision.route == "llm_only" and
+               (.answer | startswith("The language model did not answer, so I can\u0027t hold an open conversation right now.")) and
+               (.answer | contains("No language model is configured") | not) and
+               (.answer | contains("Note:") | not)' > /dev/null || fail "llm_only: $(printf '%s\n' "$OUT" | sed -n 1p | jq .answer)"
+    printf '%s\n' "$OUT" | sed -n 2p |
+        jq -e '(.answer | contains("did not answer")) and (.answer | contains("none is configured") | not)' > /dev/null ||
+        fail "smalltalk"
+    printf '%s\n' "$OUT" | sed -n 3p | jq -e '.answer | startswith("You\u0027re welcome!")' > /dev/null ||
+        fail "thanks"
+    printf '%s\n' "$OUT" | sed -n 4p | jq -e '.answer == "5 kilometres = 3.10686 miles."' > /dev/null ||
+        fail "conversion"
 }
 
 test_assistant_personal_facts_over_http_per_api_key() {

@@ -67,6 +67,13 @@ static const struct {
     {"eur 50 to yen", CONVERT_OK, "EUR", "JPY", 50, "8125"},
     {"usd to eur rate", CONVERT_OK, "USD", "EUR", 1, "0.925926"},
     {"convert 5 km to parsecs", CONVERT_UNKNOWN_UNIT, "km", NULL, 5, "parsecs"},
+    {"convert 5km to miles", CONVERT_OK, "km", "mi", 5, "3.10686"},
+    {"98.6 °F to celsius", CONVERT_OK, "F", "C", 98.6, "37"},
+    {"a mile in km", CONVERT_OK, "mi", "km", 1, "1.60934"},
+    {"1,000,000 yen to usd", CONVERT_OK, "JPY", "USD", 1000000, "6646.15"},
+    {"convert 3 parsecs to km", CONVERT_UNKNOWN_UNIT, NULL, "km", 0, "parsecs"},
+    {"3 parsecs to km", CONVERT_UNKNOWN_UNIT, NULL, "km", 0, "parsecs"},
+    {"100 XYZ to eur", CONVERT_UNKNOWN_CURRENCY, NULL, "EUR", 0, "XYZ"},
     {"convert 50 usd to XYZ", CONVERT_UNKNOWN_CURRENCY, "USD", NULL, 50, "XYZ"},
     {"convert 5 blorps to km", CONVERT_UNKNOWN_UNIT, NULL, "km", 0, "blorps"},
     {"5 km to kg", CONVERT_INCOMPATIBLE, "km", "kg", 5, NULL},
@@ -125,6 +132,34 @@ START_TEST(test_convert_format)
     ck_assert_str_eq(out, "92.59");
     convert_format(INFINITY, 0, out, sizeof(out));
     ck_assert_str_eq(out, "an amount too large to show");
+}
+END_TEST
+
+/* Digits grouped by three in the whole part only; anything else as it is. */
+START_TEST(test_convert_group)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"1000000", "1,000,000"}, {"6646.15", "6,646.15"}, {"-12345.5", "-12,345.5"},
+        {"999", "999"},           {"1000", "1,000"},       {"0.000123", "0.000123"},
+        {"-40", "-40"},           {"123456.123456", "123,456.123456"},
+        {"1e+20", "1e+20"},       {"-1e-07", "-1e-07"},
+        {"an amount too large to show", "an amount too large to show"}, {"", ""},
+    };
+    char out[64], tiny[8];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        convert_group(cases[i].in, out, sizeof(out));
+        ck_assert_str_eq(out, cases[i].out);
+    }
+    /* What would not fit is copied as it is, cut to fit: never overrun. */
+    convert_group("1234567", tiny, sizeof(tiny));
+    ck_assert_str_eq(tiny, "1234567");
+    convert_group("12345678", tiny, sizeof(tiny));
+    ck_assert_str_eq(tiny, "1234567");
+    convert_group("123456", tiny, sizeof(tiny));
+    ck_assert_str_eq(tiny, "123,456");
 }
 END_TEST
 
@@ -508,6 +543,7 @@ Suite *suite_assistant(void)
     tcase_add_loop_test(parse, test_convert_parse, 0,
                         (int)(sizeof(conversions) / sizeof(conversions[0])));
     tcase_add_test(parse, test_convert_format);
+    tcase_add_test(parse, test_convert_group);
     tcase_add_test(parse, test_convert_load_errors);
     tcase_add_loop_test(parse, test_personal_parse, 0,
                         (int)(sizeof(readings) / sizeof(readings[0])));

@@ -1,8 +1,9 @@
 /*
  * test_lexicon.c — unit tests of the phrase lexicon (src/text/lexicon.h):
  * how a message is cut into tokens (hyphens, apostrophes, dashes between
- * years, decimals, numbers glued to names, number words, sentence and
- * break flags), how phrases with {n}, {year} and {category} slots match,
+ * years, decimals, numbers glued to names or units, number words, sentence
+ * and break flags), how phrases with {n}, {year}, {word} and {category}
+ * slots match,
  * that the longest phrase comes first at a position, that nothing matches
  * across a sentence end or a break, and that the token and match caps set
  * `truncated`. The lexicon here is a small one built in the test, so each
@@ -454,6 +455,72 @@ START_TEST(test_currency_and_slash)
 }
 END_TEST
 
+/* A number glued to a word of a {slot} class splits ("5km" → "5" "km"),
+ * so "{n} {unit}" matches both spellings; a word of no slot class stays
+ * glued ("5g", "1990s"), and a lexicon without class slots splits nothing. */
+START_TEST(test_glued_unit)
+{
+    struct lexicon lex, plain;
+    struct lex_result *res;
+    int m;
+    const char *glued = "5km to miles, 2.5KM to miles, 1,000km to miles";
+    const char *whole = "5g and 1990s and 3d and km5";
+
+    build(&lex);
+    res = match(&lex, glued);
+    {
+        const char *const expect[] = {"5", "km", "to", "miles", "2.5", "KM", "to", "miles",
+                                      "1,000", "km", "to", "miles"};
+        assert_tokens(glued, res, expect, 12);
+    }
+    ck_assert_int_eq(res->tokens[0].number, 5);
+    ck_assert_uint_eq(res->tokens[0].flags & LEX_NUMERIC, LEX_NUMERIC);
+    ck_assert_uint_eq(res->tokens[1].flags & LEX_GLUED, LEX_GLUED);
+    ck_assert_uint_eq(res->tokens[2].flags & LEX_GLUED, 0);
+    ck_assert_int_eq(res->tokens[4].number, -1);           /* a decimal: no whole value */
+    ck_assert_uint_eq(res->tokens[4].flags & LEX_NUMERIC, LEX_NUMERIC);
+    ck_assert_uint_eq(res->tokens[4].flags & LEX_BREAK, LEX_BREAK);  /* the comma stays */
+    m = find_match(res, 9, 0);
+    ck_assert_int_ge(m, 0);
+    ck_assert_int_eq(res->matches[m].slot[0], 5);
+    ck_assert_int_ge(find_match(res, 9, 4), 0);
+    ck_assert_int_ge(find_match(res, 9, 8), 0);
+    /* Not a unit of the lexicon: one token, as before. */
+    res = match(&lex, whole);
+    {
+        const char *const expect[] = {"5g", "and", "1990s", "and", "3d", "and", "km5"};
+        assert_tokens(whole, res, expect, 7);
+    }
+    /* Without {CATEGORY} slots no lexicon splits anything. */
+    lexicon_init(&plain);
+    add(&plain, C_UNIT, 0, "km");
+    ck_assert_int_eq(lexicon_compile(&plain), KEEL_OK);
+    res = match(&plain, "5km");
+    ck_assert_uint_eq(res->n_tokens, 1);
+    lexicon_release(&plain);
+    lexicon_release(&lex);
+}
+END_TEST
+
+/* {word} takes any one word that is not a number. */
+START_TEST(test_word_slot)
+{
+    struct lexicon lex;
+
+    lexicon_init(&lex);
+    add(&lex, C_UNIT, 0, "km");                        /* 0 */
+    add(&lex, C_CONVERT, 0, "{n} {word} to {unit}");   /* 1 */
+    ck_assert_int_eq(lexicon_compile(&lex), KEEL_OK);
+    ck_assert_int_ge(find_match(match(&lex, "3 parsecs to km"), 1, 0), 0);
+    ck_assert_int_ge(find_match(match(&lex, "convert 100 XYZ to km"), 1, 1), 0);
+    ck_assert_int_ge(find_match(match(&lex, "3 km to km"), 1, 0), 0);
+    ck_assert_int_eq(find_match(match(&lex, "3 5 to km"), 1, 0), -1);     /* a number */
+    ck_assert_int_eq(find_match(match(&lex, "3 parsecs to paris"), 1, 0), -1);
+    ck_assert_int_eq(find_match(match(&lex, "3 parsecs, to km"), 1, 0), -1);  /* a break */
+    lexicon_release(&lex);
+}
+END_TEST
+
 START_TEST(test_no_match_across_sentence)
 {
     struct lexicon lex;
@@ -732,6 +799,8 @@ Suite *suite_lexicon(void)
 
     unit_leak_fixture(matching);
     tcase_add_test(matching, test_slots);
+    tcase_add_test(matching, test_glued_unit);
+    tcase_add_test(matching, test_word_slot);
     tcase_add_test(matching, test_longest_first);
     tcase_add_test(matching, test_no_match_across_sentence);
     tcase_add_test(matching, test_caps_truncate);
