@@ -177,9 +177,9 @@ int cmd_memory(int argc, char **argv)
         in.now_ms = keel_clock_now();
         rc = memory_admit(m, &in, &out, &err);
     } else if (!rc && !strcmp(sub, "search")) {
-        rc = memory_search(m, argv[optind], (int)limit, &out, &err);
+        rc = memory_search(m, NULL, argv[optind], (int)limit, &out, &err);   /* the local user */
     } else if (!rc) {
-        rc = store_memory_decisions(store, (int)limit, 0, &out, &err);
+        rc = store_memory_decisions(store, NULL, (int)limit, 0, &out, &err);
     }
     if (rc) {
         rc = fail(&err, json);

@@ -1064,7 +1064,7 @@ static json_t *decisions_all(struct store *store)
     json_t *list = NULL;
 
     keel_error_clear(&err);
-    ck_assert_msg(store_memory_decisions(store, STORE_LIMIT_MAX, 0, &list, &err) == KEEL_OK,
+    ck_assert_msg(store_memory_decisions(store, NULL, STORE_LIMIT_MAX, 0, &list, &err) == KEEL_OK,
                   "decisions: %s", err.message);
     return list;
 }
@@ -1076,7 +1076,7 @@ static json_t *decision_newest(struct store *store)
     json_t *list = NULL, *d;
 
     keel_error_clear(&err);
-    ck_assert_msg(store_memory_decisions(store, 1, 0, &list, &err) == KEEL_OK, "decisions: %s",
+    ck_assert_msg(store_memory_decisions(store, NULL, 1, 0, &list, &err) == KEEL_OK, "decisions: %s",
                   err.message);
     d = json_incref(json_array_get(list, 0));
     json_decref(list);
@@ -1171,7 +1171,8 @@ struct recorder {
     int fail_at;   /* the call that fails with KEEL_ENOMEM; 0: none */
 };
 
-static int record(void *ctx, const char *id, const char *embedder, int dim, const float *v)
+static int record(void *ctx, const char *id, const char *owner, const char *embedder, int dim,
+                  const float *v)
 {
     struct recorder *r = ctx;
 
@@ -1180,8 +1181,9 @@ static int record(void *ctx, const char *id, const char *embedder, int dim, cons
     if (r->len >= sizeof(r->log))
         return KEEL_OK;
     if (v)
-        r->len += (size_t)snprintf(r->log + r->len, sizeof(r->log) - r->len, "put %s %s %d %g,%g,%g,%g;",
-                                   id, embedder, dim, (double)v[0], dim > 1 ? (double)v[1] : 0.0,
+        r->len += (size_t)snprintf(r->log + r->len, sizeof(r->log) - r->len,
+                                   "put %s%s%s %s %d %g,%g,%g,%g;", id, owner ? "@" : "",
+                                   owner ? owner : "", embedder, dim, (double)v[0], dim > 1 ? (double)v[1] : 0.0,
                                    dim > 2 ? (double)v[2] : 0.0, dim > 3 ? (double)v[3] : 0.0);
     else
         r->len += (size_t)snprintf(r->log + r->len, sizeof(r->log) - r->len, "remove %s;", id);
@@ -1579,7 +1581,7 @@ START_TEST(test_store_get_order)
     assert_json(list, "[]", "empty store");
     json_decref(list);
     list = NULL;
-    ck_assert_int_eq(store_memory_decisions(store, 10, 0, &list, &err), KEEL_OK);
+    ck_assert_int_eq(store_memory_decisions(store, NULL, 10, 0, &list, &err), KEEL_OK);
     assert_json(list, "[]", "no decisions");
     json_decref(list);
     store_close(store);
@@ -1594,7 +1596,7 @@ static const char *page(struct store *store, int limit, int offset, char *out, s
     size_t i, len = 0;
 
     keel_error_clear(&err);
-    ck_assert_msg(store_memory_decisions(store, limit, offset, &list, &err) == KEEL_OK,
+    ck_assert_msg(store_memory_decisions(store, NULL, limit, offset, &list, &err) == KEEL_OK,
                   "decisions %d %d: %s", limit, offset, err.message);
     out[0] = '\0';
     json_array_foreach(list, i, d)
@@ -1627,17 +1629,17 @@ START_TEST(test_store_decisions_paging)
     ck_assert_str_eq(page(store, 1, 2, seqs, sizeof(seqs)), "3");
 
     keel_error_clear(&err);
-    ck_assert_int_eq(store_memory_decisions(store, 0, 0, &list, &err), KEEL_EINVAL);
+    ck_assert_int_eq(store_memory_decisions(store, NULL, 0, 0, &list, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "limit");
     keel_error_clear(&err);
-    ck_assert_int_eq(store_memory_decisions(store, -3, 0, &list, &err), KEEL_EINVAL);
+    ck_assert_int_eq(store_memory_decisions(store, NULL, -3, 0, &list, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "limit");
     keel_error_clear(&err);
-    ck_assert_int_eq(store_memory_decisions(store, STORE_LIMIT_MAX + 1, 0, &list, &err),
+    ck_assert_int_eq(store_memory_decisions(store, NULL, STORE_LIMIT_MAX + 1, 0, &list, &err),
                      KEEL_EINVAL);
     ck_assert_str_eq(err.field, "limit");
     keel_error_clear(&err);
-    ck_assert_int_eq(store_memory_decisions(store, 5, -1, &list, &err), KEEL_EINVAL);
+    ck_assert_int_eq(store_memory_decisions(store, NULL, 5, -1, &list, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "offset");
     ck_assert_ptr_null(list);
     store_close(store);
@@ -1779,9 +1781,10 @@ static int run_is(struct store *store, const char *id, const char *expected, str
     return same;
 }
 
-static int ignore_change(void *ctx, const char *id, const char *embedder, int dim, const float *v)
+static int ignore_change(void *ctx, const char *id, const char *owner, const char *embedder,
+                         int dim, const float *v)
 {
-    (void)ctx, (void)id, (void)embedder, (void)dim, (void)v;
+    (void)ctx, (void)id, (void)owner, (void)embedder, (void)dim, (void)v;
     return KEEL_OK;
 }
 
@@ -1932,7 +1935,7 @@ START_TEST(test_store_reads_after_failed_write)
         json_decref(list);
         list = NULL;
         keel_error_clear(&err);
-        ck_assert_msg(store_memory_decisions(store, 10, 0, &list, &err) == KEEL_OK,
+        ck_assert_msg(store_memory_decisions(store, NULL, 10, 0, &list, &err) == KEEL_OK,
                       "decisions after a failed write: %s", err.message);
         ck_assert_uint_eq(json_array_size(list), rc == KEEL_OK ? 2 : 1);
         json_decref(list);
@@ -2007,7 +2010,7 @@ START_TEST(test_store_read_allocation_failures)
             got = NULL;
             keel_error_clear(&err);
             keel_alloc_fail_after(n, sticky);
-            rc = store_memory_decisions(store, 50, 0, &got, &err);
+            rc = store_memory_decisions(store, NULL, 50, 0, &got, &err);
             keel_alloc_fail_after(-1, 0);
             ck_assert_msg(rc == KEEL_OK || rc == KEEL_ENOMEM, "decisions at %ld: %s", n,
                           err.message);
@@ -2062,7 +2065,7 @@ static int admit_rc(struct memory *m, const char *id, const char *task, const ch
 {
     json_t *references = refs ? json_loads(refs, 0, NULL) : NULL;
     json_t *artifacts = json_pack("[s]", "notes.md");
-    struct memory_input in = {id, task, summary, outcome, references, artifacts, NULL, T0};
+    struct memory_input in = {id, task, summary, outcome, references, artifacts, NULL, T0, NULL};
     int rc;
 
     ck_assert_msg(!refs || references, "bad references %s", refs);
@@ -2119,7 +2122,7 @@ static json_t *search(struct memory *m, const char *query, int limit)
     int rc;
 
     keel_error_clear(&err);
-    rc = memory_search(m, query, limit, &runs, &err);
+    rc = memory_search(m, NULL, query, limit, &runs, &err);
     ck_assert_msg(rc == KEEL_OK, "search %s: %s", query, err.message);
     ck_assert(json_is_array(runs));
     return runs;
@@ -2433,7 +2436,7 @@ START_TEST(test_admit_input_errors)
 {
     struct store *store = store_fresh();
     struct memory *m = memory_new(store);
-    struct memory_input ok = {"run_ok", SQL_TASK, SQL_FAILED, "success", NULL, NULL, NULL, T0};
+    struct memory_input ok = {"run_ok", SQL_TASK, SQL_FAILED, "success", NULL, NULL, NULL, T0, NULL};
     struct memory_input in;
     json_t *numbers = json_pack("[s, i]", "a", 1), *object = json_pack("{s:s}", "a", "b");
     json_t *text = json_string("x");
@@ -2494,16 +2497,16 @@ START_TEST(test_search_errors)
     json_decref(runs);
     runs = NULL;
     keel_error_clear(&err);
-    ck_assert_int_eq(memory_search(m, "x", 0, &runs, &err), KEEL_EINVAL);
+    ck_assert_int_eq(memory_search(m, NULL, "x", 0, &runs, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "limit");
     keel_error_clear(&err);
-    ck_assert_int_eq(memory_search(m, "x", MEMORY_SEARCH_MAX + 1, &runs, &err), KEEL_EINVAL);
+    ck_assert_int_eq(memory_search(m, NULL, "x", MEMORY_SEARCH_MAX + 1, &runs, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "limit");
     keel_error_clear(&err);
-    ck_assert_int_eq(memory_search(m, "", 5, &runs, &err), KEEL_EINVAL);
+    ck_assert_int_eq(memory_search(m, NULL, "", 5, &runs, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "query");
     keel_error_clear(&err);
-    ck_assert_int_eq(memory_search(m, NULL, 5, &runs, &err), KEEL_EINVAL);
+    ck_assert_int_eq(memory_search(m, NULL, NULL, 5, &runs, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "query");
     ck_assert_ptr_null(runs);
     memory_free(m);
@@ -2597,7 +2600,7 @@ START_TEST(test_admit_after_failed_sync)
         {
             json_t *refs = json_array(), *artifacts = json_array();
             struct memory_input in = {"run_schema_2", SCHEMA_TASK, SCHEMA_SUMMARY, "success",
-                                      refs, artifacts, NULL, T0};
+                                      refs, artifacts, NULL, T0, NULL};
             keel_error_clear(&err);
             failures = keel_alloc_failures();
             keel_alloc_fail_after(n, 0);
@@ -2664,7 +2667,7 @@ START_TEST(test_admit_allocation_failures)
         snprintf(ref2, sizeof(ref2), "https://b.example/%ld", n);
         {
             json_t *refs = json_pack("[s]", ref1), *artifacts = json_pack("[s]", "app.py");
-            struct memory_input in = {id1, task, first, "success", refs, artifacts, NULL, T0};
+            struct memory_input in = {id1, task, first, "success", refs, artifacts, NULL, T0, NULL};
             keel_error_clear(&err);
             ck_assert_msg(memory_admit(m, &in, &out, &err) == KEEL_OK, "%s", err.message);
             ck_assert_str_eq(json_string_value(json_object_get(out, "decision")), "ADD");
@@ -2677,7 +2680,7 @@ START_TEST(test_admit_allocation_failures)
         before = decision_count(store);
         {
             json_t *refs = json_pack("[s]", ref2), *artifacts = json_pack("[s]", "app.py");
-            struct memory_input in = {id2, task, second, "success", refs, artifacts, NULL, T0};
+            struct memory_input in = {id2, task, second, "success", refs, artifacts, NULL, T0, NULL};
             settle(store);
             keel_error_clear(&err);
             failures = keel_alloc_failures();
@@ -2756,7 +2759,7 @@ START_TEST(test_admit_without_artifacts)
     long before = keel_alloc_live();
     struct store *store = store_fresh();
     struct memory *m = memory_new(store);
-    struct memory_input in = {"run_bare", SQL_TASK, SQL_FAILED, "failure", NULL, NULL, NULL, T0};
+    struct memory_input in = {"run_bare", SQL_TASK, SQL_FAILED, "failure", NULL, NULL, NULL, T0, NULL};
     struct keel_error err;
     json_t *out = NULL, *run;
 
