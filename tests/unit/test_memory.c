@@ -43,6 +43,8 @@
 
 #define T0 INT64_C(1770465600000)   /* 2026-02-07T12:00:00Z */
 
+static struct store *memory_store_of_test;   /* the owner tests' store (admit_as) */
+
 /* ---- shared helpers ------------------------------------------------------ */
 
 /* splitmix64: the same numbers on every machine. */
@@ -2778,6 +2780,218 @@ START_TEST(test_admit_without_artifacts)
 }
 END_TEST
 
+/* ---- owners and erasure (issue 7) ------------------------------------------ */
+
+#define SECRET_TASK "find recent papers on alice secret sleep project"
+
+/* Admits a run of `owner` (NULL: none) as the server would: with
+ * `turn_seq` > 0 stored with turn `turn_seq` of conversation `conv`
+ * (the remember stage's way), else applied alone (POST /v1/memory/runs)
+ * naming `conv`. Asserts the decision; returns the candidates' count. */
+static size_t admit_as(struct memory *m, const char *owner, const char *conv, int turn_seq,
+                       const char *id, const char *task, const char *outcome,
+                       const char *decision, const char *target)
+{
+    struct memory_input in = {id, task, "searched the sleep literature", outcome, NULL, NULL,
+                              conv, T0 + turn_seq, owner};
+    struct memory_decision *d = NULL;
+    struct keel_error err;
+    const json_t *out;
+    const char *got_target;
+    size_t cands;
+    int rc;
+
+    keel_error_clear(&err);
+    rc = memory_decide(m, &in, &d, &err);
+    ck_assert_msg(rc == KEEL_OK, "decide %s: %s", id, err.message);
+    if (turn_seq > 0) {
+        struct store_turn_record rec;
+        char corr[64];
+        memset(&rec, 0, sizeof(rec));
+        snprintf(corr, sizeof(corr), "turn_%s", id);
+        rec.conversation_id = conv;
+        rec.pack = "scholar";
+        rec.seq = turn_seq;
+        rec.correlation_id = corr;
+        rec.ts_ms = T0 + turn_seq;
+        rec.user_text = task;
+        rec.assistant_text = "an answer";
+        rec.state_json = "{}";
+        rec.deltas_json = "[]";
+        rec.events_json = "[]";
+        rec.sources_json = "[]";
+        rec.intent = "search";
+        rec.route = "tool";
+        rec.stage_from = "exploring";
+        rec.stage_to = "exploring";
+        rec.reasons_json = "[]";
+        rec.decision_json = "{}";
+        rec.owner = owner;
+        rec.memory = memory_decision_change(d);
+        rc = store_save_turn(memory_store_of_test, &rec, &err);
+    } else {
+        rc = store_memory_apply(memory_store_of_test, memory_decision_change(d), &err);
+    }
+    ck_assert_msg(rc == KEEL_OK, "store %s: %s %s", id, err.field, err.message);
+    memory_commit(m, d);
+    out = memory_decision_json(d);
+    ck_assert_msg(!strcmp(json_string_value(json_object_get(out, "decision")), decision),
+                  "%s: %s, expected %s (%s)", id,
+                  json_string_value(json_object_get(out, "decision")), decision,
+                  json_string_value(json_object_get(out, "reason")));
+    got_target = json_string_value(json_object_get(out, "target_run_id"));
+    ck_assert_msg(target ? got_target && !strcmp(got_target, target) : !got_target,
+                  "%s: target %s, expected %s", id, got_target ? got_target : "(none)",
+                  target ? target : "(none)");
+    cands = json_array_size(json_object_get(out, "candidates"));
+    memory_decision_free(d);
+    return cands;
+}
+
+/* The ids `owner` finds for `query`, as "id,id,". */
+static void search_as(struct memory *m, const char *owner, const char *query, char *out,
+                      size_t n)
+{
+    struct keel_error err;
+    json_t *runs = NULL, *r;
+    size_t i, len = 0;
+
+    keel_error_clear(&err);
+    ck_assert_msg(memory_search(m, owner, query, 10, &runs, &err) == KEEL_OK, "search: %s",
+                  err.message);
+    out[0] = '\0';
+    json_array_foreach(runs, i, r) {
+        const char *o = json_string_value(json_object_get(r, "owner"));
+        ck_assert_msg(owner && *owner ? o && !strcmp(o, owner) : !o, "%s found a run of %s",
+                      owner, o ? o : "(none)");
+        len += (size_t)snprintf(out + len, n - len, "%s,",
+                                json_string_value(json_object_get(r, "id")));
+    }
+    json_decref(runs);
+}
+
+/* The decisions of `owner` as "DECISION run_id task|…", newest first. */
+static void decisions_as(struct store *store, const char *owner, char *out, size_t n)
+{
+    struct keel_error err;
+    json_t *list = NULL, *d;
+    size_t i, len = 0;
+
+    keel_error_clear(&err);
+    ck_assert_msg(store_memory_decisions(store, owner, 50, 0, &list, &err) == KEEL_OK, "%s",
+                  err.message);
+    out[0] = '\0';
+    json_array_foreach(list, i, d)
+        len += (size_t)snprintf(out + len, n - len, "%s %s %s|",
+                                json_string_value(json_object_get(d, "decision")),
+                                json_string_value(json_object_get(d, "run_id")),
+                                json_string_value(json_object_get(d, "task")));
+    json_decref(list);
+}
+
+START_TEST(test_owner_isolation)
+{
+    struct store *store = store_fresh(), *again;
+    struct memory *m, *m2;
+    char got[1024];
+
+    memory_store_of_test = store;
+    m = memory_new(store);
+    ck_assert_uint_eq(admit_as(m, "alice", NULL, 0, "run_a1", SECRET_TASK, "failure", "ADD",
+                               NULL), 0);
+    /* Bob's same task: never a candidate of Alice's run (no REPLACE of it) */
+    ck_assert_uint_eq(admit_as(m, "bob", NULL, 0, "run_b1", SECRET_TASK, "success", "ADD",
+                               NULL), 0);
+    ck_assert_uint_eq(admit_as(m, "bob", NULL, 0, "run_b2", SECRET_TASK, "success", "NOT",
+                               "run_b1"), 1);
+    ck_assert_uint_eq(admit_as(m, NULL, NULL, 0, "run_l1", SECRET_TASK, "success", "ADD",
+                               NULL), 0);
+    search_as(m, "bob", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_b1,");
+    search_as(m, "alice", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_a1,");
+    search_as(m, NULL, "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_l1,");
+    search_as(m, "", "alice secret", got, sizeof(got));   /* "" is no owner too */
+    ck_assert_str_eq(got, "run_l1,");
+    search_as(m, "carol", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "");
+    decisions_as(store, "bob", got, sizeof(got));
+    ck_assert_str_eq(got, "NOT run_b2 " SECRET_TASK "|ADD run_b1 " SECRET_TASK "|");
+    decisions_as(store, "carol", got, sizeof(got));
+    ck_assert_str_eq(got, "");
+    decisions_as(store, NULL, got, sizeof(got));
+    ck_assert_str_eq(got, "ADD run_l1 " SECRET_TASK "|");
+    /* Alice's own success still replaces her failure */
+    ck_assert_uint_eq(admit_as(m, "alice", NULL, 0, "run_a2", SECRET_TASK, "success", "REPLACE",
+                               "run_a1"), 1);
+    /* another process replays the owners from the store */
+    again = store_again(store);
+    m2 = memory_new(again);
+    search_as(m2, "bob", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_b1,");
+    search_as(m2, "alice", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_a2,");
+    memory_free(m2);
+    store_again_close(store, again);
+    memory_free(m);
+    store_close(store);
+}
+END_TEST
+
+START_TEST(test_erase_with_conversation)
+{
+    struct store *store = store_fresh(), *again;
+    struct memory *m, *m2;
+    struct keel_error err;
+    json_t *run;
+    char got[2048];
+
+    memory_store_of_test = store;
+    m = memory_new(store);
+    admit_as(m, "alice", "conv_alice", 1, "run_t1", SECRET_TASK, "success", "ADD", NULL);
+    admit_as(m, "alice", "conv_alice", 2, "run_t2", SECRET_TASK, "success", "NOT", "run_t1");
+    admit_as(m, "alice", NULL, 0, "run_p1", "water the garden tomatoes", "success", "ADD", NULL);
+    /* Bob names Alice's conversation in a run of his: not erased with it */
+    admit_as(m, "bob", "conv_alice", 0, "run_b1", SECRET_TASK, "success", "ADD", NULL);
+    search_as(m, "alice", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_t1,run_p1,");   /* the same summary: similar */
+
+    keel_error_clear(&err);
+    ck_assert_msg(store_delete_conversation(store, "conv_alice", &err) == KEEL_OK, "%s",
+                  err.message);
+    search_as(m, "alice", "alice secret sleep project", got, sizeof(got));
+    ck_assert_msg(!strstr(got, "run_t1"), "found after the delete: %s", got);
+    search_as(m, "bob", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_b1,");
+    /* the open index dropped it: no candidate for the same task */
+    ck_assert_uint_eq(admit_as(m, "alice", NULL, 0, "run_p2", SECRET_TASK, "failure", "ADD",
+                               NULL), 0);
+    /* nor does a memory opened afterwards put it back */
+    again = store_again(store);
+    m2 = memory_new(again);
+    search_as(m2, "alice", "alice secret sleep project", got, sizeof(got));
+    ck_assert_str_eq(got, "run_p2,run_p1,");
+    memory_free(m2);
+    store_again_close(store, again);
+    /* the audit trail: an ERASE per run, no task of the conversation's */
+    decisions_as(store, "alice", got, sizeof(got));
+    ck_assert_str_eq(got, "ADD run_p2 " SECRET_TASK "|ERASE run_t1 |ADD run_p1 water the garden "
+                          "tomatoes|NOT run_t2 |ADD run_t1 |");
+    run = run_get(store, "run_t1");
+    ck_assert_ptr_nonnull(run);
+    ck_assert_str_eq(json_string_value(json_object_get(run, "status")), "erased");
+    ck_assert_str_eq(json_string_value(json_object_get(run, "task")), "");
+    ck_assert_str_eq(json_string_value(json_object_get(run, "summary")), "");
+    json_decref(run);
+    run = run_get(store, "run_b1");
+    ck_assert_str_eq(json_string_value(json_object_get(run, "status")), "active");
+    json_decref(run);
+    memory_free(m);
+    store_close(store);
+}
+END_TEST
+
 /* ---- the suite ------------------------------------------------------------- */
 
 static void add_store_tests(TCase *tc)
@@ -2819,6 +3033,8 @@ static void add_admit_tests(TCase *tc)
     tcase_add_test(tc, test_admit_after_failed_sync);
     tcase_add_test(tc, test_admit_allocation_failures);
     tcase_add_test(tc, test_admit_without_artifacts);
+    tcase_add_test(tc, test_owner_isolation);
+    tcase_add_test(tc, test_erase_with_conversation);
 }
 
 Suite *suite_memory(void)
