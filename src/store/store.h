@@ -439,7 +439,11 @@ int store_list_conversations(struct store *store, const char *owner, int limit, 
                              json_t **out, struct keel_error *err);
 
 /* Deletes a conversation with its turns, messages, decision logs and
- * share links, in one transaction; KEEL_ENOTFOUND when there is none. */
+ * share links, in one transaction; KEEL_ENOTFOUND when there is none.
+ * In the same transaction the memory runs its owner made from it are
+ * erased (migration 12): an ERASE decision each, their texts and vector
+ * emptied, the tasks of the decisions about them (and of those made in
+ * it) blanked. */
 int store_delete_conversation(struct store *store, const char *id, struct keel_error *err);
 
 /* Sets every quality counter back to zero (their history stays). */
