@@ -122,6 +122,28 @@ static int env_int(const char *name, int dflt)
     return s && *s ? (int)strtol(s, NULL, 10) : dflt;
 }
 
+/* Times embedding + the top 3 (≥ 0.7) among one owner's runs, as
+ * admission searches (issue 7): run i belongs to owner i % owners + 1,
+ * query q asks as owner q % owners + 1. */
+static void time_owned(struct memory_index *ix, const struct query *qs, size_t owners,
+                       struct timing *t)
+{
+    uint64_t samples[QUERIES];
+    float v[MEMORY_DIM];
+
+    for (size_t q = 0; q < QUERIES; q++) {
+        struct memory_hit hits[MEMORY_TOP_K];
+        uint64_t owner = q % owners + 1, t0 = bench_now_ns();
+        memory_embed(qs[q].task, qs[q].summary, v);
+        memory_index_search_owned(ix, v, MEMORY_TOP_K, 0.7f, &owner, hits);
+        samples[q] = bench_now_ns() - t0;
+    }
+    qsort(samples, QUERIES, sizeof(samples[0]), by_value);
+    t->median_us = samples[QUERIES / 2] / 1e3;
+    t->p99_us = samples[QUERIES * 99 / 100] / 1e3;
+    t->recall = -1;
+}
+
 /* KEEL_BENCH_HNSW_EF_SWEEP="32,64,128": a line per ef_search on the
  * same graph (for tuning; the conf's ef_search is set back after). */
 static void sweep_ef(struct memory_index *ix, const struct memory_index_conf *conf,
@@ -154,7 +176,9 @@ static int one_size(size_t runs, const struct memory_index_conf *conf)
     struct memory_index *ix = memory_index_new(MEMORY_DIM);
     struct memory_index_conf off = *conf;
     struct memory_index_stats st;
-    struct timing scan, used;
+    struct timing scan, used, owned, owned_used;
+    size_t owners = (size_t)(env_int("KEEL_BENCH_MEMORY_OWNERS", 10) > 0
+                                 ? env_int("KEEL_BENCH_MEMORY_OWNERS", 10) : 1);
     struct query *qs = keel_malloc(QUERIES * sizeof(*qs));
     float v[MEMORY_DIM];
     char task[160], summary[160], id[32];
@@ -171,7 +195,7 @@ static int one_size(size_t runs, const struct memory_index_conf *conf)
         run_text(task, sizeof(task), summary, sizeof(summary));
         memory_embed(task, summary, v);
         snprintf(id, sizeof(id), "run_%zu", i);
-        if (memory_index_put(ix, id, v)) {
+        if (memory_index_put_owned(ix, id, i % owners + 1, v)) {
             memory_index_free(ix);
             keel_free(qs);
             return 1;
@@ -180,7 +204,9 @@ static int one_size(size_t runs, const struct memory_index_conf *conf)
     make_queries(qs, runs);
     /* 1. the code scan, for every size */
     time_queries(ix, qs, &scan);
+    time_owned(ix, qs, owners, &owned);
     used = scan;
+    owned_used = owned;
     /* 2. the graph, from the size it is used at: built as a service
      * builds it (in the background), waited for */
     if (conf->approximate_from && runs >= conf->approximate_from) {
@@ -194,7 +220,13 @@ static int one_size(size_t runs, const struct memory_index_conf *conf)
         build_s = (bench_now_ns() - t0) / 1e9;
         sweep_ef(ix, conf, qs, runs);
         time_queries(ix, qs, &used);
+        time_owned(ix, qs, owners, &owned_used);
     }
+    printf("{\"bench\": \"memory.decide.owned\", \"runs\": %zu, \"owners\": %zu,"
+           " \"median_us\": %.1f, \"p99_us\": %.1f, \"scan_median_us\": %.1f,"
+           " \"scan_p99_us\": %.1f}\n",
+           runs, owners, owned_used.median_us, owned_used.p99_us, owned.median_us,
+           owned.p99_us);
     memory_index_stats(ix, &st);
     printf("{\"bench\": \"memory.decide\", \"runs\": %zu, \"median_us\": %.1f, \"p99_us\": %.1f,"
            " \"recall_at3\": %.4f, \"bytes_per_run\": %zu, \"index\": \"%s\","

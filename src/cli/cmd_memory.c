@@ -24,7 +24,7 @@ static void memory_usage(FILE *out)
             "                       [--embed-url URL --embed-model NAME]\n"
             "       keel memory search QUERY [--limit N]\n"
             "       keel memory decisions [--limit N]\n"
-            "       (each also takes --db FILE and --json)\n\n"
+            "       (each also takes --db FILE, --json and --user NAME)\n\n"
             "Long-term memory of finished runs. add decides whether the run enters it: ADD (new),\n"
             "NOT (redundant: only the decision is kept), REPLACE (a better version of a similar\n"
             "run, which is kept for audit but no longer found) or MERGE (complementary: both\n"
@@ -34,7 +34,9 @@ static void memory_usage(FILE *out)
             "features, or by an OpenAI-compatible /v1/embeddings (--embed-url, --embed-model,\n"
             "--embed-key-env, or KEEL_EMBED_URL/_MODEL/_KEY_ENV); runs of another embedder are\n"
             "never compared. search never returns\n"
-            "superseded runs; decisions lists every decision, newest first. See docs/memory.md.\n");
+            "superseded runs; decisions lists every decision, newest first. Memory belongs to\n"
+            "users: the CLI acts for the local user (runs without an owner, as keel serve --auth\n"
+            "none), or with --user NAME for that API user. See docs/memory.md.\n");
 }
 
 static void print_json(const json_t *v)
@@ -71,6 +73,7 @@ int cmd_memory(int argc, char **argv)
         {"llm-key-env", required_argument, NULL, 'K'},
         {"embed-url", required_argument, NULL, 'E'}, {"embed-model", required_argument, NULL, 'F'},
         {"embed-key-env", required_argument, NULL, 'G'},
+        {"user", required_argument, NULL, 'u'},
         {NULL, 0, NULL, 0},
     };
     struct memory_input in = {0};
@@ -105,6 +108,13 @@ int cmd_memory(int argc, char **argv)
         case 'i': in.id = optarg; break;
         case 'c': in.conversation_id = optarg; break;
         case 'd': db = optarg; break;
+        case 'u':
+            if (!*optarg || strlen(optarg) > 128) {
+                fprintf(stderr, "keel: memory: --user must be 1 to 128 bytes\n");
+                rc = 2;
+            }
+            in.owner = optarg;
+            break;
         case 'j': json = 1; break;
         case 'U': lo.url = optarg; break;
         case 'M': lo.model = optarg; break;
@@ -177,9 +187,9 @@ int cmd_memory(int argc, char **argv)
         in.now_ms = keel_clock_now();
         rc = memory_admit(m, &in, &out, &err);
     } else if (!rc && !strcmp(sub, "search")) {
-        rc = memory_search(m, argv[optind], (int)limit, &out, &err);
+        rc = memory_search(m, in.owner, argv[optind], (int)limit, &out, &err);
     } else if (!rc) {
-        rc = store_memory_decisions(store, (int)limit, 0, &out, &err);
+        rc = store_memory_decisions(store, in.owner, (int)limit, 0, &out, &err);
     }
     if (rc) {
         rc = fail(&err, json);

@@ -71,7 +71,8 @@ static int index_for(struct memory *m, int dim)
     return dim == m->dim ? KEEL_OK : KEEL_EINVAL;
 }
 
-static int follow(void *ctx, const char *id, const char *embedder, int dim, const float *v)
+static int follow(void *ctx, const char *id, const char *owner, const char *embedder, int dim,
+                  const float *v)
 {
     struct memory *m = ctx;
 
@@ -86,7 +87,28 @@ static int follow(void *ctx, const char *id, const char *embedder, int dim, cons
         return KEEL_OK;
     if (index_for(m, dim))
         return KEEL_ENOMEM;
-    return memory_index_put(m->index, id, v);
+    return memory_index_put_owned(m->index, id, memory_owner_tag(owner), v);
+}
+
+/* NULL for none ("" too), as the store keeps it. */
+static const char *owner_or_null(const char *owner)
+{
+    return owner && *owner ? owner : NULL;
+}
+
+/* Removes from `runs` those not of `owner` (a tag collision) and, with
+ * `active_only`, those no longer active (another process may have
+ * superseded or erased one since the sync). */
+static void keep_own(json_t *runs, const char *owner, int active_only)
+{
+    for (size_t i = json_array_size(runs); i-- > 0;) {
+        const json_t *r = json_array_get(runs, i);
+        const char *o = json_string_value(json_object_get(r, "owner"));
+        const char *status = json_string_value(json_object_get(r, "status"));
+        if (!(o == owner || (o && owner && !strcmp(o, owner))) ||
+            (active_only && strcmp(status ? status : "", "active")))
+            json_array_remove(runs, i);
+    }
 }
 
 /* The run's vector: hashed, or from the model embedder. *out is new
@@ -446,7 +468,7 @@ static json_t *union_refs(const json_t *a, const json_t *b)
 struct memory_decision {
     char id[64];                 /* a run id is 1..63 bytes */
     char task[MEMORY_TEXT_MAX + 1];
-    char *summary, *outcome, *conversation_id, *target;
+    char *summary, *outcome, *conversation_id, *target, *owner;
     char *refs_text, *artifacts_text, *merged_text;
     struct verdict v;
     float *vector;
@@ -463,6 +485,7 @@ void memory_decision_free(struct memory_decision *d)
     keel_free(d->summary);
     keel_free(d->outcome);
     keel_free(d->conversation_id);
+    keel_free(d->owner);
     keel_free(d->target);
     keel_free(d->refs_text);
     keel_free(d->artifacts_text);
@@ -496,7 +519,8 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
     json_t *refs = in->references ? json_incref((json_t *)in->references) : json_array();
     json_t *candidates = NULL, *cand_out = json_array(), *merged = NULL;
     struct memory_decision *d = keel_calloc(1, sizeof(*d));
-    const char *judge = "rules";
+    const char *judge = "rules", *owner = owner_or_null(in->owner);
+    uint64_t tag = memory_owner_tag(owner);
     long failures = keel_alloc_failures();
     size_t n;
     int rc;
@@ -513,19 +537,34 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
         keel_id_new("run", d->id, sizeof(d->id));
     if ((rc = embed(m, in->task, in->summary, &d->vector, &d->dim, err)))
         goto out;
-    n = memory_index_search(m->index, d->vector, MEMORY_TOP_K, (float)m->conf.min_similarity,
-                            hits);
-    for (size_t i = 0; i < n; i++) {
+    /* only the same owner's runs: one user's run never decides about
+     * another's, and a decision never shows another user's run */
+    n = memory_index_search_owned(m->index, d->vector, MEMORY_TOP_K,
+                                  (float)m->conf.min_similarity, &tag, hits);
+    for (size_t i = 0; i < n; i++)
         ids[i] = hits[i].id;
-        sims[i] = hits[i].similarity;
-        json_array_append_new(cand_out, json_pack("{s:s, s:f}", "id", hits[i].id, "similarity",
-                                                  round(hits[i].similarity * 1e4) / 1e4));
-    }
     if ((rc = store_memory_get(m->store, ids, n, &candidates, err)))
         goto out;
     if (json_array_size(candidates) != n) {
         rc = keel_error_set(err, KEEL_EIO, "memory", "the index names runs the store lacks");
         goto out;
+    }
+    keep_own(candidates, owner, 0);
+    if (json_array_size(candidates) != n) {   /* a tag collision: the hits of the owner */
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < json_array_size(candidates); j++)
+                if (!strcmp(json_string_value(json_object_get(json_array_get(candidates, j),
+                                                              "id")),
+                            hits[i].id))
+                    hits[kept++] = hits[i];
+        n = kept;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = hits[i].id;
+        sims[i] = hits[i].similarity;
+        json_array_append_new(cand_out, json_pack("{s:s, s:f}", "id", hits[i].id, "similarity",
+                                                  round(hits[i].similarity * 1e4) / 1e4));
     }
     if (!n) {
         d->v = (struct verdict){"ADD", NULL, ""};
@@ -561,6 +600,7 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
     d->summary = dup_text(in->summary);
     d->outcome = dup_text(in->outcome);
     d->conversation_id = in->conversation_id ? keel_strdup(in->conversation_id) : NULL;
+    d->owner = owner ? keel_strdup(owner) : NULL;
     d->refs_text = json_dumps(refs, JSON_COMPACT);
     d->artifacts_text = in->artifacts ? json_dumps(in->artifacts, JSON_COMPACT)
                                       : keel_strdup("[]");
@@ -569,6 +609,7 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
                         "similarity", similarity >= 0 ? json_real(similarity) : json_null(),
                         "judge", judge, "candidates", cand_out);
     if (!d->summary || !d->outcome || (in->conversation_id && !d->conversation_id) ||
+        (owner && !d->owner) ||
         !d->refs_text || !d->artifacts_text || !d->json ||
         (!strcmp(d->v.decision, "MERGE") && !d->merged_text)) {
         rc = keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
@@ -576,7 +617,7 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
     }
     d->run = (struct store_memory_run){d->id, d->task, d->summary, d->outcome, d->refs_text,
                                        d->artifacts_text, d->conversation_id, in->now_ms,
-                                       m->embedder, d->dim, d->vector};
+                                       m->embedder, d->dim, d->vector, d->owner};
     d->change.decision = d->v.decision;
     d->change.run = &d->run;
     d->change.target_id = d->target;
@@ -606,7 +647,7 @@ out:
 void memory_commit(struct memory *m, const struct memory_decision *d)
 {
     if (strcmp(d->change.decision, "NOT"))
-        memory_index_put(m->index, d->id, d->vector);
+        memory_index_put_owned(m->index, d->id, memory_owner_tag(d->owner), d->vector);
     if (!strcmp(d->change.decision, "REPLACE"))
         memory_index_remove(m->index, d->target);
 }
@@ -625,14 +666,15 @@ int memory_admit(struct memory *m, const struct memory_input *in, json_t **out,
     return rc;
 }
 
-int memory_search(struct memory *m, const char *query, int limit, json_t **out,
-                  struct keel_error *err)
+int memory_search(struct memory *m, const char *owner, const char *query, int limit,
+                  json_t **out, struct keel_error *err)
 {
     struct memory_hit hits[MEMORY_SEARCH_MAX];
     const char *ids[MEMORY_SEARCH_MAX];
     float *vector = NULL;
     json_t *runs = NULL, *r;
     size_t n, i;
+    uint64_t tag;
     int dim, rc;
 
     if ((rc = check_text(query, "query", 1, err)))
@@ -643,18 +685,17 @@ int memory_search(struct memory *m, const char *query, int limit, json_t **out,
         return rc;
     if ((rc = embed(m, query, NULL, &vector, &dim, err)))
         return rc;
-    n = memory_index_search(m->index, vector, (size_t)limit, 1e-6f, hits);
+    owner = owner_or_null(owner);
+    tag = memory_owner_tag(owner);
+    n = memory_index_search_owned(m->index, vector, (size_t)limit, 1e-6f, &tag, hits);
     keel_free(vector);
     for (i = 0; i < n; i++)
         ids[i] = hits[i].id;
     if ((rc = store_memory_get(m->store, ids, n, &runs, err)))
         return rc;
-    /* Another process may have superseded a run since the sync: never
-     * returned all the same. */
-    for (i = json_array_size(runs); i-- > 0;)
-        if (strcmp(json_string_value(json_object_get(json_array_get(runs, i), "status")) ?: "",
-                   "active"))
-            json_array_remove(runs, i);
+    /* Another process may have superseded or erased a run since the
+     * sync: never returned all the same; nor another owner's. */
+    keep_own(runs, owner, 1);
     json_array_foreach(runs, i, r)
         for (size_t k = 0; k < n; k++)
             if (!strcmp(json_string_value(json_object_get(r, "id")), hits[k].id))

@@ -100,6 +100,7 @@ void memory_index_free(struct memory_index *ix)
     keel_free(ix->codes);
     keel_free(ix->ids);
     keel_free(ix->order);
+    keel_free(ix->owners);
     keel_free(ix->table);
     keel_free(ix);
 }
@@ -169,6 +170,9 @@ static int grow(struct memory_index *ix)
     if (!(order = keel_realloc(ix->order, cap * sizeof(*order))))
         return KEEL_ENOMEM;
     ix->order = order;
+    if (!(order = keel_realloc(ix->owners, cap * sizeof(*order))))
+        return KEEL_ENOMEM;
+    ix->owners = order;
     ix->cap = cap;
     return KEEL_OK;
 }
@@ -189,7 +193,23 @@ static int slot_of_room(struct memory_index *ix, uint64_t order)
     return KEEL_OK;
 }
 
+uint64_t memory_owner_tag(const char *owner)
+{
+    uint64_t h;
+
+    if (!owner || !*owner)
+        return 0;
+    h = hash_id(owner);
+    return h ? h : 1;
+}
+
 int memory_index_put(struct memory_index *ix, const char *id, const float *v)
+{
+    return memory_index_put_owned(ix, id, 0, v);
+}
+
+int memory_index_put_owned(struct memory_index *ix, const char *id, uint64_t owner,
+                           const float *v)
 {
     size_t at;
     int found, rc = KEEL_OK;
@@ -204,6 +224,7 @@ int memory_index_put(struct memory_index *ix, const char *id, const float *v)
         if (found) {
             size_t s = (size_t)ix->table[at] - 1;
             float *to = ix->vectors + s * (size_t)ix->dim;
+            ix->owners[s] = owner;
             if (memcmp(to, v, (size_t)ix->dim * sizeof(float))) {   /* a replay: the same */
                 memcpy(to, v, (size_t)ix->dim * sizeof(float));
                 encode(ix->codes + s * (size_t)ix->dim, v, ix->dim);
@@ -216,6 +237,7 @@ int memory_index_put(struct memory_index *ix, const char *id, const float *v)
             encode(ix->codes + s * (size_t)ix->dim, v, ix->dim);
             memcpy(ix->ids[s], id, strlen(id) + 1);   /* < ID_MAX: checked above */
             ix->order[s] = ix->next_order++;
+            ix->owners[s] = owner;
             ix->slot_of[ix->order[s]] = (uint32_t)s;
             if (ix->table[at] == 0)
                 ix->table_used++;
@@ -252,6 +274,7 @@ void memory_index_remove(struct memory_index *ix, const char *id)
                (size_t)ix->dim);
         memcpy(ix->ids[s], ix->ids[last], ID_MAX);
         ix->order[s] = ix->order[last];
+        ix->owners[s] = ix->owners[last];
         ix->slot_of[ix->order[s]] = (uint32_t)s;
         ix->table[probe(ix, ix->ids[s], &f)] = (int32_t)s + 1;
     }
@@ -304,6 +327,12 @@ void index_add_hit(const struct memory_index *ix, struct memory_hit *hits, uint6
 size_t memory_index_search(const struct memory_index *ix, const float *q, size_t k, float min,
                            struct memory_hit *hits)
 {
+    return memory_index_search_owned(ix, q, k, min, NULL, hits);
+}
+
+size_t memory_index_search_owned(const struct memory_index *ix, const float *q, size_t k,
+                                 float min, const uint64_t *owner, struct memory_hit *hits)
+{
     uint64_t orders[MEMORY_SEARCH_MAX];
     int32_t score[MEMORY_SEARCH_MAX + RESCORE];
     size_t slot[MEMORY_SEARCH_MAX + RESCORE], cands = 0, n = 0;
@@ -317,16 +346,25 @@ size_t memory_index_search(const struct memory_index *ix, const float *q, size_t
         return 0;
     pthread_rwlock_rdlock((pthread_rwlock_t *)&ix->lock);
     {
-        long got = index_graph_search(ix, q, k, min, hits, orders);
+        long got = index_graph_search(ix, q, k, min, owner, hits, orders);
         if (got >= 0) {
             pthread_rwlock_unlock((pthread_rwlock_t *)&ix->lock);
             return (size_t)got;
         }
     }
     encode(qcode, q, dim);
-    /* 1. the codes: the best k + RESCORE by the approximate dot */
-    for (size_t s = 0; s < ix->n; s++)
-        keep(ix, score, slot, &cands, cap, code_dot(qcode, ix->codes + s * (size_t)ix->dim, dim), s);
+    /* 1. the codes: the best k + RESCORE by the approximate dot (of the
+     * owner's runs only: another owner's code is never read) */
+    if (owner) {
+        for (size_t s = 0; s < ix->n; s++)
+            if (ix->owners[s] == *owner)
+                keep(ix, score, slot, &cands, cap,
+                     code_dot(qcode, ix->codes + s * (size_t)ix->dim, dim), s);
+    } else {
+        for (size_t s = 0; s < ix->n; s++)
+            keep(ix, score, slot, &cands, cap,
+                 code_dot(qcode, ix->codes + s * (size_t)ix->dim, dim), s);
+    }
     /* 2. those, exactly */
     for (size_t c = 0; c < cands; c++) {
         float sim = memory_dot(q, ix->vectors + slot[c] * (size_t)ix->dim, ix->dim);

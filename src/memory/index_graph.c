@@ -260,17 +260,17 @@ void index_graph_release(struct memory_index *ix)
 /* Asks the graph for k + RESCORE, so ties and the threshold behave as
  * with the code scan. */
 long index_graph_search(const struct memory_index *ix, const float *q, size_t k, float min,
-                         struct memory_hit *hits, uint64_t *orders)
+                         const uint64_t *owner, struct memory_hit *hits, uint64_t *orders)
 {
-    uint64_t labels[MEMORY_SEARCH_MAX + RESCORE];
-    float sims[MEMORY_SEARCH_MAX + RESCORE];
-    size_t got, n = 0;
+    uint64_t labels[OWNER_WIDEN * (MEMORY_SEARCH_MAX + RESCORE)];
+    float sims[OWNER_WIDEN * (MEMORY_SEARCH_MAX + RESCORE)];
+    size_t got, n = 0, want = owner ? OWNER_WIDEN * (k + RESCORE) : k + RESCORE, own = 0;
     int rc;
 
     if (ix->state != GRAPH_READY || !ix->conf.approximate_from ||
         ix->n < ix->conf.approximate_from)
         return -1;
-    got = hnsw_search(ix->graph, q, k + RESCORE, labels, sims, &rc);
+    got = hnsw_search(ix->graph, q, want, labels, sims, &rc);
     if (rc)
         return -1;
     for (size_t c = 0; c < got; c++) {
@@ -278,9 +278,14 @@ long index_graph_search(const struct memory_index *ix, const float *q, size_t k,
         float sim;
         if (s == NO_SLOT)
             continue;   /* not possible: removed runs are marked in the graph */
+        if (owner && ix->owners[s] != *owner)
+            continue;   /* another owner's run: never a hit */
+        own++;
         sim = memory_dot(q, ix->vectors + (size_t)s * (size_t)ix->dim, ix->dim);
         if (sim >= min)
             index_add_hit(ix, hits, orders, &n, k, sim, s);
     }
+    if (owner && own < k && got == want)
+        return -1;   /* the owner's nearest may lie further out: the scan */
     return (long)n;
 }

@@ -21,6 +21,7 @@
 #define NO_SLOT UINT32_MAX
 #define BUILD_BATCH 256     /* labels a builder claims at once */
 #define BUILDERS_MAX 4
+#define OWNER_WIDEN 4       /* graph candidates per hit wanted, when filtered by owner */
 
 /* memory_index_stats' `graph` values */
 enum { GRAPH_NONE, GRAPH_BUILDING, GRAPH_READY, GRAPH_FAILED };
@@ -32,6 +33,7 @@ struct memory_index {
     int8_t *codes;            /* n × dim: round(v × 127) */
     char (*ids)[ID_MAX];      /* n */
     uint64_t *order;          /* n: when each was added, for ties */
+    uint64_t *owners;         /* n: memory_owner_tag of each run's owner */
     uint64_t next_order;
     int32_t *table;           /* slot + 1, 0 empty, -1 deleted; table_cap entries */
     size_t table_cap, table_used;
@@ -75,8 +77,12 @@ void index_graph_release(struct memory_index *ix);
 /* index_graph.c, with the read lock held: the graph's nearest k (at
  * most MEMORY_SEARCH_MAX) with similarity ≥ min, rescored exactly, into
  * hits and orders; -1 when the graph does not answer (not built, below
- * approximate_from, or failed): the caller scans instead. */
+ * approximate_from, or failed): the caller scans instead. With `owner`
+ * only runs of that owner tag count: the graph's nearest OWNER_WIDEN
+ * times as many are rescored, and when fewer than k of them are the
+ * owner's while the graph had more to give, -1 (the scan, which skips
+ * other owners' runs before reading their codes, answers exactly). */
 long index_graph_search(const struct memory_index *ix, const float *q, size_t k, float min,
-                        struct memory_hit *hits, uint64_t *orders);
+                        const uint64_t *owner, struct memory_hit *hits, uint64_t *orders);
 
 #endif

@@ -101,8 +101,17 @@ struct memory_index_stats {
 
 void memory_index_stats(struct memory_index *ix, struct memory_index_stats *out);
 
-/* Adds or replaces the vector of run `id` (at most 63 bytes). */
+/* The tag the index keeps for a run's owner: 0 for none (NULL or ""),
+ * else a 64-bit hash of the name (never 0). Two owners whose tags
+ * collide share candidates; memory_decide and memory_search check the
+ * owner of every run the store returns, so they never mix. */
+uint64_t memory_owner_tag(const char *owner);
+
+/* Adds or replaces the vector of run `id` (at most 63 bytes), owned by
+ * owner tag `owner` (memory_index_put: 0, none). */
 int memory_index_put(struct memory_index *ix, const char *id, const float *v);
+int memory_index_put_owned(struct memory_index *ix, const char *id, uint64_t owner,
+                           const float *v);
 
 /* Removes run `id`; nothing when it is not there. */
 void memory_index_remove(struct memory_index *ix, const char *id);
@@ -119,6 +128,12 @@ size_t memory_index_search(const struct memory_index *ix, const float *q, size_t
                            struct memory_hit *hits);
 size_t memory_index_search_exact(const struct memory_index *ix, const float *q, size_t k,
                                  float min, struct memory_hit *hits);
+/* memory_index_search among the runs of owner tag *owner only (NULL:
+ * every run). The scan skips other owners' runs before reading their
+ * codes; the graph's candidates are widened and filtered (see
+ * index_graph_search), else the scan answers. */
+size_t memory_index_search_owned(const struct memory_index *ix, const float *q, size_t k,
+                                 float min, const uint64_t *owner, struct memory_hit *hits);
 
 /* ---- admission (admit.c) ------------------------------------------------------ */
 
@@ -148,6 +163,8 @@ struct memory_input {
     const json_t *artifacts;
     const char *conversation_id; /* may be NULL */
     int64_t now_ms;
+    const char *owner;           /* the API user it belongs to; NULL or "": none (the local
+                                  * user). Only runs of the same owner are candidates. */
 };
 
 struct memory;
@@ -181,10 +198,11 @@ const json_t *memory_decision_json(const struct memory_decision *d);
 void memory_commit(struct memory *m, const struct memory_decision *d);
 void memory_decision_free(struct memory_decision *d);
 
-/* The active runs nearest `query`, at most `limit` (1..100), best first:
- * a new array of runs, each with its similarity. Superseded runs are
- * never returned. */
-int memory_search(struct memory *m, const char *query, int limit, json_t **out,
-                  struct keel_error *err);
+/* The active runs of `owner` (NULL or "": none, the local user)
+ * nearest `query`, at most `limit` (1..100), best first: a new array of
+ * runs, each with its similarity. Superseded and erased runs, and other
+ * owners' runs, are never returned. */
+int memory_search(struct memory *m, const char *owner, const char *query, int limit,
+                  json_t **out, struct keel_error *err);
 
 #endif

@@ -140,7 +140,9 @@ static int doctor(struct turn *t, struct keel_error *err)
 
     if ((rc = store_personal_list(t->pl->store, t->user, &facts, err)) ||
         (rc = store_personal_stats(t->pl->store, &stats, err)) ||
-        (rc = store_memory_decisions(t->pl->store, STORE_LIMIT_MAX, 0, &decisions, err))) {
+        (rc = store_memory_decisions(t->pl->store,
+                                     t->req->owner && *t->req->owner ? t->req->owner : NULL,
+                                     STORE_LIMIT_MAX, 0, &decisions, err))) {
         json_decref(facts);
         json_decref(stats);
         return rc;

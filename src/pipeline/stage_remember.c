@@ -111,6 +111,7 @@ int stage_remember(struct turn *t, struct keel_error *err)
     in.references = refs;
     in.artifacts = artifacts;
     in.conversation_id = t->conversation_id;
+    in.owner = t->req->owner;   /* the API user: the conversation's owner; NULL: none */
     in.now_ms = t->now;
     if ((rc = memory_decide(t->pl->memory, &in, &t->memory_decision, err)))
         goto out;   /* a store failure reading candidates: the turn fails, nothing is stored */

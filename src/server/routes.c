@@ -432,11 +432,11 @@ void route_request(struct evhttp_request *req, void *arg)
         return;
     }
     if (!strcmp(path, "/v1/memory/search") && get) {
-        route_memory_search(srv, req);
+        route_memory_search(srv, req, &who);
         return;
     }
     if (!strcmp(path, "/v1/memory/decisions") && get) {
-        route_memory_decisions(srv, req);
+        route_memory_decisions(srv, req, &who);
         return;
     }
     if (!strncmp(path, "/v1/conversations/", 18) && strlen(path) > 24 &&

@@ -10,6 +10,11 @@
  *   GET  /v1/memory/decisions   ?limit=N&offset=M → {decisions: [...]},
  *                               newest first
  *
+ * Memory belongs to users: a run posted here is the key's user's, one
+ * made from a turn the conversation's owner's; search, decisions and
+ * admission see only the caller's runs (with --auth none: the runs
+ * without an owner, as the CLI).
+ *
  * Admission runs on the loop thread with the rules judge (a decision
  * takes well under a millisecond); a model judge is `keel memory add
  * --llm-url` (docs/memory.md).
@@ -48,6 +53,13 @@ static int memory_ready(struct server *srv, struct evhttp_request *req)
         return 0;
     }
     return 1;
+}
+
+/* Whose memory `who` reads and writes: its user; with --auth none, no
+ * owner (the local user, as the CLI). */
+static const char *memory_owner(const struct principal *who)
+{
+    return who->open ? NULL : who->user;
 }
 
 static const char *string_field(struct evhttp_request *req, const json_t *body, const char *key,
@@ -92,6 +104,10 @@ void route_memory_add(struct server *srv, struct evhttp_request *req, const stru
     in.conversation_id = bad ? NULL : string_field(req, body, "conversation_id", &bad);
     if (bad)
         goto out;
+    if (in.conversation_id && !who->open &&
+        !conversation_check(srv, req, in.conversation_id, who, NULL))
+        goto out;   /* another user's conversation: 404, as if absent */
+    in.owner = memory_owner(who);   /* the posting key's user */
     in.references = json_object_get(body, "references");
     in.artifacts = json_object_get(body, "artifacts");
     in.now_ms = keel_clock_now();
@@ -105,7 +121,8 @@ out:
     json_decref(body);
 }
 
-void route_memory_search(struct server *srv, struct evhttp_request *req)
+void route_memory_search(struct server *srv, struct evhttp_request *req,
+                         const struct principal *who)
 {
     char q[4096], limit_text[16], *end;
     const char *query = http_query(req, "q", q, sizeof(q));
@@ -126,14 +143,15 @@ void route_memory_search(struct server *srv, struct evhttp_request *req)
     if (!memory_ready(srv, req))
         return;
     keel_error_clear(&err);
-    if (memory_search(srv->memory, query, (int)limit, &runs, &err)) {
+    if (memory_search(srv->memory, memory_owner(who), query, (int)limit, &runs, &err)) {
         http_keel_error(req, &err);
         return;
     }
     http_json(req, 200, json_pack("{s:o}", "runs", runs));
 }
 
-void route_memory_decisions(struct server *srv, struct evhttp_request *req)
+void route_memory_decisions(struct server *srv, struct evhttp_request *req,
+                            const struct principal *who)
 {
     char a[16], b[16], *end;
     const char *limit_s = http_query(req, "limit", a, sizeof(a));
@@ -152,7 +170,8 @@ void route_memory_decisions(struct server *srv, struct evhttp_request *req)
         return;
     }
     keel_error_clear(&err);
-    if (store_memory_decisions(srv->store, (int)limit, (int)offset, &list, &err)) {
+    if (store_memory_decisions(srv->store, memory_owner(who), (int)limit, (int)offset, &list,
+                               &err)) {
         http_keel_error(req, &err);
         return;
     }

@@ -147,8 +147,10 @@ void route_decision(struct server *srv, struct evhttp_request *req, const char *
 /* Long-term memory (routes_memory.c). */
 void route_memory_add(struct server *srv, struct evhttp_request *req,
                       const struct principal *who);
-void route_memory_search(struct server *srv, struct evhttp_request *req);
-void route_memory_decisions(struct server *srv, struct evhttp_request *req);
+void route_memory_search(struct server *srv, struct evhttp_request *req,
+                         const struct principal *who);
+void route_memory_decisions(struct server *srv, struct evhttp_request *req,
+                            const struct principal *who);
 
 /* Artifacts and facts (routes_artifacts.c): each returns 1 when `path`
  * is one of its routes (answered, 405 included), else 0. The shared one

@@ -374,15 +374,15 @@ int store_memory_get(struct store *store, const char *const *ids, size_t n, json
     return store->ops->memory_get(store, ids, n, out, err);
 }
 
-int store_memory_decisions(struct store *store, int limit, int offset, json_t **out,
-                           struct keel_error *err)
+int store_memory_decisions(struct store *store, const char *owner, int limit, int offset,
+                           json_t **out, struct keel_error *err)
 {
     if (limit < 1 || limit > STORE_LIMIT_MAX)
         return keel_error_set(err, KEEL_EINVAL, "limit", "must be between 1 and %d",
                               STORE_LIMIT_MAX);
     if (offset < 0)
         return keel_error_set(err, KEEL_EINVAL, "offset", "must not be negative");
-    return store->ops->memory_decisions(store, limit, offset, out, err);
+    return store->ops->memory_decisions(store, owner, limit, offset, out, err);
 }
 
 int store_personal_check(const struct store_personal_change *c, struct keel_error *err)

@@ -158,6 +158,8 @@ struct store_memory_run {
     const char *embedder;         /* what made the vector ("hashed-v1") */
     int dim;
     const float *vector;          /* dim floats */
+    const char *owner;            /* the API user it belongs to; NULL: none (the local user:
+                                   * the CLI, --auth none) */
 };
 
 /* One admission decision and what it changes, in one transaction:
@@ -279,10 +281,10 @@ struct store_turn_record {
 };
 
 /* Called by memory_sync for each change to the active runs, in order:
- * a run that became active (its vector) or one that stopped being
- * (vector NULL). */
-typedef int (*store_memory_fn)(void *ctx, const char *id, const char *embedder, int dim,
-                               const float *vector);
+ * a run that became active (its owner, NULL for none, and its vector)
+ * or one that stopped being (superseded or erased: vector NULL). */
+typedef int (*store_memory_fn)(void *ctx, const char *id, const char *owner,
+                               const char *embedder, int dim, const float *vector);
 
 struct store;
 
@@ -330,7 +332,7 @@ struct store_ops {
                        struct keel_error *err);
     int (*memory_get)(struct store *store, const char *const *ids, size_t n, json_t **out,
                       struct keel_error *err);
-    int (*memory_decisions)(struct store *store, int limit, int offset, json_t **out,
+    int (*memory_decisions)(struct store *store, const char *owner, int limit, int offset, json_t **out,
                             struct keel_error *err);
     int (*personal_list)(struct store *store, const char *user, json_t **out,
                          struct keel_error *err);
@@ -437,7 +439,11 @@ int store_list_conversations(struct store *store, const char *owner, int limit, 
                              json_t **out, struct keel_error *err);
 
 /* Deletes a conversation with its turns, messages, decision logs and
- * share links, in one transaction; KEEL_ENOTFOUND when there is none. */
+ * share links, in one transaction; KEEL_ENOTFOUND when there is none.
+ * In the same transaction the memory runs its owner made from it are
+ * erased (migration 12): an ERASE decision each, their texts and vector
+ * emptied, the tasks of the decisions about them (and of those made in
+ * it) blanked. */
 int store_delete_conversation(struct store *store, const char *id, struct keel_error *err);
 
 /* Sets every quality counter back to zero (their history stays). */
@@ -472,10 +478,13 @@ int store_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, voi
 int store_memory_get(struct store *store, const char *const *ids, size_t n, json_t **out,
                      struct keel_error *err);
 
-/* The decisions, newest first, as a new array of {seq, run_id, decision,
- * target_run_id, reason, similarity, judge, task, ts}. */
-int store_memory_decisions(struct store *store, int limit, int offset, json_t **out,
-                           struct keel_error *err);
+/* The decisions of `owner`'s runs (NULL: those of runs without an
+ * owner), newest first, as a new array of {seq, run_id, decision,
+ * target_run_id, reason, similarity, judge, task, ts}. A decision about
+ * a run erased with its conversation shows task "" (and a model judge's
+ * reason is replaced); the erasure itself is an ERASE decision. */
+int store_memory_decisions(struct store *store, const char *owner, int limit, int offset,
+                           json_t **out, struct keel_error *err);
 
 /* Personal facts (migration 10). */
 

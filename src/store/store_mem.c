@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "store/store_mem_int.h"
 
 #define BM25_K1 1.2
@@ -905,7 +906,19 @@ static int mem_delete_conversation(struct store *store, const char *id, struct k
     struct store_mem *mem = (struct store_mem *)store;
     const char *hash;
     json_t *conv_id, *tmp;
-    int rc = mem_conv_delete(mem->conv, id, err);
+    struct store_conversation conv;
+    int rc = mem_conv_load(mem->conv, id, &conv, err);
+
+    /* the memory of its owner made from it first: what can fail (out of
+     * memory) fails before anything changed */
+    if (!rc) {
+        rc = mem_memory_erase_conversation(mem->memory, id, conv.owner && *conv.owner
+                                                               ? conv.owner : NULL,
+                                           keel_clock_now(), err);
+        store_conversation_release(&conv);
+    }
+    if (!rc)
+        rc = mem_conv_delete(mem->conv, id, err);
 
     if (!rc)
         mem_artifacts_delete(mem->artifacts, id);
@@ -946,10 +959,11 @@ static int mem_memory_get_op(struct store *store, const char *const *ids, size_t
     return mem_memory_get(((struct store_mem *)store)->memory, ids, n, out, err);
 }
 
-static int mem_memory_decisions_op(struct store *store, int limit, int offset, json_t **out,
-                                   struct keel_error *err)
+static int mem_memory_decisions_op(struct store *store, const char *owner, int limit, int offset,
+                                   json_t **out, struct keel_error *err)
 {
-    return mem_memory_decisions(((struct store_mem *)store)->memory, limit, offset, out, err);
+    return mem_memory_decisions(((struct store_mem *)store)->memory, owner, limit, offset, out,
+                                err);
 }
 
 static int mem_personal_list_op(struct store *store, const char *user, json_t **out,

@@ -41,8 +41,12 @@ int mem_memory_sync(const struct mem_memory *m, int64_t *seq, store_memory_fn fn
                     struct keel_error *err);
 int mem_memory_get(const struct mem_memory *m, const char *const *ids, size_t n, json_t **out,
                    struct keel_error *err);
-int mem_memory_decisions(const struct mem_memory *m, int limit, int offset, json_t **out,
-                         struct keel_error *err);
+int mem_memory_decisions(const struct mem_memory *m, const char *owner, int limit, int offset,
+                         json_t **out, struct keel_error *err);
+/* Erases the runs of `owner` (NULL: none) made from conversation
+ * `conversation_id`, as the SQLite store does (store_delete_conversation). */
+int mem_memory_erase_conversation(struct mem_memory *m, const char *conversation_id,
+                                  const char *owner, int64_t now_ms, struct keel_error *err);
 
 /* Personal facts (store_mem_personal.c): `facts` is {user: {key: row}},
  * NULL until the first write. prepare: builds the user's facts after

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/json.h"
 #include "store/store_sqlite_int.h"
 
@@ -341,6 +342,7 @@ int sqlite_delete_conversation(struct store *store, const char *id, struct keel_
     if ((rc = sqlite_connection_ready(st, err)) ||
         (rc = sqlite_tx_begin(st, "deleting a conversation", err)))
         return rc;
+    rc = sqlite_memory_erase_conversation(st, id, keel_clock_now(), err);
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && !rc; i++) {
         BIND_TEXT(st->stmt[steps[i]], 1, id);
         rc = sqlite_stmt_exec(st, steps[i], "deleting a conversation", err);

@@ -199,7 +199,13 @@ int sqlite_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, vo
                        struct keel_error *err);
 int sqlite_memory_get(struct store *store, const char *const *ids, size_t n, json_t **out,
                       struct keel_error *err);
-int sqlite_memory_decisions(struct store *store, int limit, int offset, json_t **out,
+/* erase_conversation: inside the caller's transaction, before the
+ * conversation row goes, erases the runs of its owner made from it (see
+ * store_delete_conversation). */
+int sqlite_memory_erase_conversation(struct sqlite_store *st, const char *conversation_id,
+                                     int64_t now_ms, struct keel_error *err);
+int sqlite_memory_decisions(struct store *store, const char *owner, int limit, int offset,
+                            json_t **out,
                             struct keel_error *err);
 
 /* Personal facts (store_sqlite_personal.c). write: a change inside the

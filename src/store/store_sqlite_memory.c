@@ -30,6 +30,7 @@ static int insert_run(struct sqlite_store *st, const struct store_memory_run *r,
     BIND_TEXT(stmt, 9, r->embedder);
     sqlite3_bind_int(stmt, 10, r->dim);
     sqlite3_bind_blob(stmt, 11, r->vector, r->dim * (int)sizeof(float), SQLITE_STATIC);
+    BIND_TEXT(stmt, 12, r->owner);
     rc = sqlite3_step(stmt);
     sqlite_stmt_done(stmt);
     if ((rc & 0xff) == SQLITE_CONSTRAINT)
@@ -87,6 +88,8 @@ int sqlite_memory_write(struct sqlite_store *st, const struct store_memory_chang
     BIND_TEXT(stmt, 6, c->judge);
     BIND_TEXT(stmt, 7, c->run->task);
     sqlite3_bind_int64(stmt, 8, c->ts_ms);
+    BIND_TEXT(stmt, 9, c->run->owner);
+    BIND_TEXT(stmt, 10, c->run->conversation_id);
     rc = sqlite3_step(stmt);
     sqlite_stmt_done(stmt);
     return rc == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, rc, "saving a decision", err);
@@ -127,17 +130,26 @@ int sqlite_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, vo
         const void *blob = sqlite3_column_blob(stmt, 6);
 
         int64_t at = sqlite3_column_int64(stmt, 0);
+        int erased = sqlite3_column_type(stmt, 8) != SQLITE_NULL;
         if (!strcmp(decision, "NOT")) {
             *seq = at;
             continue;
         }
-        if (!blob || sqlite3_column_bytes(stmt, 6) != dim * (int)sizeof(float)) {
+        if (!strcmp(decision, "ERASE")) {   /* its conversation was deleted */
+            if ((rc = fn(ctx, run, NULL, NULL, 0, NULL)))
+                break;
+            *seq = at;
+            continue;
+        }
+        if (!erased && (!blob || sqlite3_column_bytes(stmt, 6) != dim * (int)sizeof(float))) {
             rc = keel_error_set(err, KEEL_EIO, "memory", "run \"%s\" has a damaged vector", run);
             break;
         }
-        if ((rc = fn(ctx, run, (const char *)sqlite3_column_text(stmt, 4), dim, blob)))
+        /* an erased run (its vector emptied) is never put back */
+        if (!erased && (rc = fn(ctx, run, (const char *)sqlite3_column_text(stmt, 7),
+                                (const char *)sqlite3_column_text(stmt, 4), dim, blob)))
             break;
-        if (!strcmp(decision, "REPLACE") && (rc = fn(ctx, target, NULL, 0, NULL)))
+        if (!strcmp(decision, "REPLACE") && (rc = fn(ctx, target, NULL, NULL, 0, NULL)))
             break;
         *seq = at;   /* only once its changes were followed */
     }
@@ -162,7 +174,7 @@ static json_t *run_json(sqlite3_stmt *stmt)
         json_decref(artifacts);
         return NULL;
     }
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:s?, s:I, s:s, s:s?, s:b, s:i}", "id",
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:s?, s:I, s:s, s:s?, s:b, s:i, s:s*}", "id",
                      (const char *)sqlite3_column_text(stmt, 0), "task",
                      (const char *)sqlite3_column_text(stmt, 1), "summary",
                      (const char *)sqlite3_column_text(stmt, 2), "outcome",
@@ -172,7 +184,8 @@ static json_t *run_json(sqlite3_stmt *stmt)
                      (json_int_t)sqlite3_column_int64(stmt, 7), "status",
                      (const char *)sqlite3_column_text(stmt, 8), "superseded_by",
                      (const char *)sqlite3_column_text(stmt, 9), "canonical",
-                     sqlite3_column_int(stmt, 10), "uses", sqlite3_column_int(stmt, 11));
+                     sqlite3_column_int(stmt, 10), "uses", sqlite3_column_int(stmt, 11),
+                     "owner", (const char *)sqlite3_column_text(stmt, 12));
 }
 
 int sqlite_memory_get(struct store *store, const char *const *ids, size_t n, json_t **out,
@@ -207,8 +220,8 @@ int sqlite_memory_get(struct store *store, const char *const *ids, size_t n, jso
     return KEEL_OK;
 }
 
-int sqlite_memory_decisions(struct store *store, int limit, int offset, json_t **out,
-                            struct keel_error *err)
+int sqlite_memory_decisions(struct store *store, const char *owner, int limit, int offset,
+                            json_t **out, struct keel_error *err)
 {
     struct sqlite_store *st = (struct sqlite_store *)store;
     sqlite3_stmt *stmt;
@@ -222,6 +235,7 @@ int sqlite_memory_decisions(struct store *store, int limit, int offset, json_t *
         return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
     sqlite3_bind_int(stmt, 1, limit);
     sqlite3_bind_int(stmt, 2, offset);
+    BIND_TEXT(stmt, 3, owner);
     while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
         json_t *d = json_pack(
             "{s:I, s:s, s:s, s:s?, s:s, s:o, s:s, s:s, s:I}", "seq",
@@ -248,4 +262,54 @@ int sqlite_memory_decisions(struct store *store, int limit, int offset, json_t *
     }
     *out = list;
     return KEEL_OK;
+}
+
+/* The runs an erasure of conversation ?1 takes: made from its turns (or
+ * posted naming it) by its owner, not yet erased. */
+#define ERASED_RUNS                                                                 \
+    "SELECT id FROM memory_runs WHERE conversation_id = ?1 AND erased_at IS NULL" \
+    " AND coalesce(owner, '') = coalesce((SELECT owner FROM conversations WHERE id = ?1), '')"
+
+/* Decisions made in conversation ?1 (NOT ones included: they store no
+ * run) by its owner. */
+#define SAME_CONVERSATION \
+    "(conversation_id = ?1 AND coalesce(owner, '') ="                \
+    " coalesce((SELECT owner FROM conversations WHERE id = ?1), ''))"
+
+int sqlite_memory_erase_conversation(struct sqlite_store *st, const char *conversation_id,
+                                     int64_t now_ms, struct keel_error *err)
+{
+    static const char *const steps[] = {
+        /* 1. the decisions of those runs stop showing their task; a
+         * model's reason (free text) about them is replaced */
+        "UPDATE memory_decisions SET task = '' WHERE " SAME_CONVERSATION
+        " OR run_id IN (" ERASED_RUNS ")",
+        "UPDATE memory_decisions SET reason = '(erased with its conversation)'"
+        " WHERE judge = 'model' AND (" SAME_CONVERSATION " OR run_id IN (" ERASED_RUNS ")"
+        " OR target_run_id IN (" ERASED_RUNS "))",
+        /* 2. an ERASE decision per run: other processes' indexes drop it */
+        "INSERT INTO memory_decisions (run_id, decision, target_run_id, reason, similarity,"
+        " judge, task, created_at, owner, conversation_id)"
+        " SELECT id, 'ERASE', NULL, 'its conversation was deleted', NULL, 'delete', '', ?2,"
+        " owner, ?1 FROM memory_runs WHERE id IN (" ERASED_RUNS ") ORDER BY seq",
+        /* 3. the runs keep their id, outcome, owner and times; their texts,
+         * references, artifacts and vector are gone */
+        "UPDATE memory_runs SET erased_at = ?2, task = '', summary = '', refs = '[]',"
+        " artifacts = '[]', vector = X'', canonical = 0 WHERE id IN (" ERASED_RUNS ")",
+    };
+    int rc = KEEL_OK;
+
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && !rc; i++) {
+        sqlite3_stmt *stmt = NULL;
+        int step = sqlite3_prepare_v2(st->db, steps[i], -1, &stmt, NULL);
+        if (step == SQLITE_OK) {
+            BIND_TEXT(stmt, 1, conversation_id);
+            sqlite3_bind_int64(stmt, 2, now_ms);
+            step = sqlite3_step(stmt);
+        }
+        sqlite3_finalize(stmt);
+        if (step != SQLITE_DONE)
+            rc = sqlite_fail(st, step, "erasing a conversation's runs", err);
+    }
+    return rc;
 }

@@ -235,6 +235,41 @@ const struct migration sqlite_migrations[] = {
          "CREATE TRIGGER chunks_generation_delete AFTER DELETE ON chunks BEGIN"
          " UPDATE search_generation SET value = value + 1 WHERE name = 'chunks'; END;"
          /* documents: a hit reads its title and source from the row */},
+    /* 12: memory belongs to a user: a run's owner (the API user of its
+     * conversation or of the key that posted it; NULL: none, the local
+     * user), taken for existing runs from their conversation; a run
+     * erased with its conversation (erased_at, its texts and vector
+     * emptied); decisions carry their run's owner and may be ERASE.
+     * memory_decisions is rebuilt for its CHECK. */
+    {12, "ALTER TABLE memory_runs ADD COLUMN owner TEXT;"
+         "ALTER TABLE memory_runs ADD COLUMN erased_at INTEGER;"
+         "UPDATE memory_runs SET owner = (SELECT c.owner FROM conversations AS c"
+         " WHERE c.id = memory_runs.conversation_id) WHERE conversation_id IS NOT NULL;"
+         "CREATE INDEX memory_runs_conversation ON memory_runs (conversation_id);"
+         "CREATE TABLE memory_decisions_12 ("
+         " seq INTEGER PRIMARY KEY,"
+         " run_id TEXT NOT NULL,"
+         " decision TEXT NOT NULL"
+         "  CHECK (decision IN ('ADD', 'NOT', 'REPLACE', 'MERGE', 'ERASE')),"
+         " target_run_id TEXT,"
+         " reason TEXT NOT NULL,"
+         " similarity REAL,"
+         " judge TEXT NOT NULL,"
+         " task TEXT NOT NULL,"
+         " created_at INTEGER NOT NULL,"
+         " owner TEXT,"
+         " conversation_id TEXT);"
+         "INSERT INTO memory_decisions_12 (seq, run_id, decision, target_run_id, reason,"
+         " similarity, judge, task, created_at, owner, conversation_id)"
+         " SELECT d.seq, d.run_id, d.decision, d.target_run_id, d.reason, d.similarity, d.judge,"
+         " d.task, d.created_at, coalesce((SELECT r.owner FROM memory_runs AS r"
+         " WHERE r.id = d.run_id), (SELECT r.owner FROM memory_runs AS r"
+         " WHERE r.id = d.target_run_id)), (SELECT r.conversation_id FROM memory_runs AS r"
+         " WHERE r.id = d.run_id) FROM memory_decisions AS d;"
+         "DROP TABLE memory_decisions;"
+         "ALTER TABLE memory_decisions_12 RENAME TO memory_decisions;"
+         "CREATE INDEX memory_decisions_owner ON memory_decisions (owner, seq);"
+         "CREATE INDEX memory_decisions_conversation ON memory_decisions (conversation_id);"},
 };
 
 const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0]);
@@ -358,10 +393,10 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
                              " SET value = value + excluded.value",
     /* ?1 minutes per period, ?2 periods: the newest ones. */
     [ST_MEM_RUN_INSERT] = "INSERT INTO memory_runs (id, task, summary, outcome, refs, artifacts,"
-                          " conversation_id, created_at, embedder, dim, vector)"
-                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                          " conversation_id, created_at, embedder, dim, vector, owner)"
+                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [ST_MEM_SUPERSEDE] = "UPDATE memory_runs SET status = 'superseded', superseded_by = ?2,"
-                         " canonical = 0 WHERE id = ?1 AND status = 'active'",
+                         " canonical = 0 WHERE id = ?1 AND status = 'active' AND erased_at IS NULL",
     /* MERGE: ?3 1 = the new run ?2 is canonical; it or the target ?1 gets
      * the union of references ?4 and both runs' uses. */
     [ST_MEM_MERGE] = "UPDATE memory_runs SET"
@@ -369,19 +404,19 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
                      " refs = CASE WHEN (id = ?2) = (?3 = 1) THEN ?4 ELSE refs END,"
                      " uses = CASE WHEN (id = ?2) = (?3 = 1)"
                      "   THEN (SELECT sum(uses) FROM memory_runs WHERE id IN (?1, ?2)) ELSE uses END"
-                     " WHERE id IN (?1, ?2) AND (id = ?2 OR status = 'active')",
+                     " WHERE id IN (?1, ?2) AND (id = ?2 OR (status = 'active' AND erased_at IS NULL))",
     [ST_MEM_DECISION_INSERT] = "INSERT INTO memory_decisions (run_id, decision, target_run_id,"
-                               " reason, similarity, judge, task, created_at)"
-                               " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                               " reason, similarity, judge, task, created_at, owner, conversation_id)"
+                               " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_MEM_SYNC] = "SELECT d.seq, d.decision, d.run_id, d.target_run_id, r.embedder, r.dim,"
-                    " r.vector FROM memory_decisions AS d"
+                    " r.vector, r.owner, r.erased_at FROM memory_decisions AS d"
                     " LEFT JOIN memory_runs AS r ON r.id = d.run_id"
                     " WHERE d.seq > ?1 ORDER BY d.seq",
     [ST_MEM_GET] = "SELECT id, task, summary, outcome, refs, artifacts, conversation_id,"
-                   " created_at, status, superseded_by, canonical, uses FROM memory_runs"
-                   " WHERE id = ?1",
+                   " created_at, CASE WHEN erased_at IS NULL THEN status ELSE 'erased' END,"
+                   " superseded_by, canonical, uses, owner FROM memory_runs WHERE id = ?1",
     [ST_MEM_DECISIONS] = "SELECT seq, run_id, decision, target_run_id, reason, similarity, judge,"
-                         " task, created_at FROM memory_decisions"
+                         " task, created_at FROM memory_decisions WHERE owner IS ?3"
                          " ORDER BY seq DESC LIMIT ?1 OFFSET ?2",
     /* Artifacts and facts (migration 9). */
     [ST_ART_INSERT] = "INSERT INTO artifacts (id, conversation_id, turn_seq, type, title, body,"

@@ -162,9 +162,71 @@ test_memory_over_http() {
     get /v1/memory/decisions
     expect_code 401
     serve_stop
-    # The CLI sees what the server decided.
-    run "$KEEL" memory decisions --db "$db" --json
+    # The CLI sees what the server decided, for alice (--user); the local
+    # user (the CLI's default) has no runs of hers.
+    run "$KEEL" memory decisions --db "$db" --json --user alice
     expect_json 'length' '3'
+    run "$KEEL" memory decisions --db "$db" --json
+    expect_json 'length' '0'
+}
+
+# Memory belongs to users (issue 7): Alice's run, made from her turn,
+# is never shown to Bob (search, decisions) nor decides about his runs;
+# deleting her conversation erases its runs from search and the tasks
+# from the audit trail.
+test_memory_two_users_no_leak() {
+    db="$TMP/memusers.db"
+    run "$KEEL" keys create --user alice --role editor --db "$db"
+    alice=$OUT
+    run "$KEEL" keys create --user bob --role editor --db "$db"
+    bob=$OUT
+    SERVE_AUTH=keys serve_start "$db" --workers 1
+    auth_post "$alice" '/v1/chat?wait=1' '{"message": "find recent papers on alice secret sleep project"}'
+    expect_code 200
+    conv=$(printf '%s' "$OUT" | jq -r .conversation_id)
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    run_id="run_${cid#turn_}"
+    auth_get "$alice" "/v1/memory/search?q=alice%20secret"
+    expect_json '[.runs[].id]' "[\"$run_id\"]"
+    expect_json '.runs[0].conversation_id' "\"$conv\""
+    # Bob sees nothing of hers
+    auth_get "$bob" "/v1/memory/search?q=alice%20secret"
+    expect_code 200
+    expect_json '.runs' '[]'
+    auth_get "$bob" /v1/memory/decisions
+    expect_json '.decisions' '[]'
+    printf '%s' "$OUT" | grep -q "secret\|$conv" && fail "bob saw alice's memory: $OUT"
+    # Bob's run on the same task: compared with his runs only
+    auth_post "$bob" /v1/memory/runs '{"task": "find recent papers on alice secret sleep project", "outcome": "failure", "summary": "nothing found"}'
+    expect_code 201
+    expect_json '[.decision, .candidates]' '["ADD",[]]'
+    bob_run=$(printf '%s' "$OUT" | jq -r .run_id)
+    auth_post "$bob" /v1/memory/runs '{"task": "find recent papers on alice secret sleep project", "outcome": "success", "summary": "three papers"}'
+    expect_json '[.decision, .target_run_id]' "[\"REPLACE\",\"$bob_run\"]"
+    # nor may he name her conversation
+    auth_post "$bob" /v1/memory/runs "{\"task\": \"x\", \"outcome\": \"success\", \"conversation_id\": \"$conv\"}"
+    expect_code 404
+    auth_get "$bob" /v1/memory/decisions
+    expect_json '[.decisions[].decision]' '["REPLACE","ADD"]'
+    auth_get "$alice" /v1/memory/decisions
+    expect_json '[.decisions[].run_id]' "[\"$run_id\"]"
+    # Deleting her conversation erases its runs: gone from search, the
+    # decisions keep their ids but no task, and an ERASE is recorded
+    code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "Authorization: Bearer $alice" \
+        "$URL/v1/conversations/$conv")
+    [ "$code" = 204 ] || fail "delete: $code"
+    auth_get "$alice" "/v1/memory/search?q=alice%20secret%20sleep%20project"
+    expect_json "[.runs[].id] | index(\"$run_id\")" 'null'
+    auth_get "$alice" /v1/memory/decisions
+    expect_json '[.decisions[] | [.decision, .run_id, .task]]' "[[\"ERASE\",\"$run_id\",\"\"],[\"ADD\",\"$run_id\",\"\"]]"
+    printf '%s' "$OUT" | grep -q secret && fail "the task stayed: $OUT"
+    auth_get "$bob" "/v1/memory/search?q=alice%20secret"
+    expect_json '.runs | length' '1'
+    serve_stop
+    [ "$(sqlite3 "$db" "SELECT task || '|' || summary || '|' || (erased_at IS NOT NULL) FROM memory_runs WHERE id = '$run_id'")" = '||1' ] ||
+        fail "the erased run kept its texts"
+    [ "$(sqlite3 "$db" "SELECT count(*) FROM memory_decisions WHERE task LIKE '%alice secret%' AND owner = 'alice'")" = 0 ] ||
+        fail "a decision kept alice's task"
 }
 
 # A turn that ran a search is a run: the remember stage decides with the

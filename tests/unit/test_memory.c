@@ -43,6 +43,8 @@
 
 #define T0 INT64_C(1770465600000)   /* 2026-02-07T12:00:00Z */
 
+static struct store *memory_store_of_test;   /* the owner tests' store (admit_as) */
+
 /* ---- shared helpers ------------------------------------------------------ */
 
 /* splitmix64: the same numbers on every machine. */
@@ -1064,7 +1066,7 @@ static json_t *decisions_all(struct store *store)
     json_t *list = NULL;
 
     keel_error_clear(&err);
-    ck_assert_msg(store_memory_decisions(store, STORE_LIMIT_MAX, 0, &list, &err) == KEEL_OK,
+    ck_assert_msg(store_memory_decisions(store, NULL, STORE_LIMIT_MAX, 0, &list, &err) == KEEL_OK,
                   "decisions: %s", err.message);
     return list;
 }
@@ -1076,7 +1078,7 @@ static json_t *decision_newest(struct store *store)
     json_t *list = NULL, *d;
 
     keel_error_clear(&err);
-    ck_assert_msg(store_memory_decisions(store, 1, 0, &list, &err) == KEEL_OK, "decisions: %s",
+    ck_assert_msg(store_memory_decisions(store, NULL, 1, 0, &list, &err) == KEEL_OK, "decisions: %s",
                   err.message);
     d = json_incref(json_array_get(list, 0));
     json_decref(list);
@@ -1171,7 +1173,8 @@ struct recorder {
     int fail_at;   /* the call that fails with KEEL_ENOMEM; 0: none */
 };
 
-static int record(void *ctx, const char *id, const char *embedder, int dim, const float *v)
+static int record(void *ctx, const char *id, const char *owner, const char *embedder, int dim,
+                  const float *v)
 {
     struct recorder *r = ctx;
 
@@ -1180,8 +1183,9 @@ static int record(void *ctx, const char *id, const char *embedder, int dim, cons
     if (r->len >= sizeof(r->log))
         return KEEL_OK;
     if (v)
-        r->len += (size_t)snprintf(r->log + r->len, sizeof(r->log) - r->len, "put %s %s %d %g,%g,%g,%g;",
-                                   id, embedder, dim, (double)v[0], dim > 1 ? (double)v[1] : 0.0,
+        r->len += (size_t)snprintf(r->log + r->len, sizeof(r->log) - r->len,
+                                   "put %s%s%s %s %d %g,%g,%g,%g;", id, owner ? "@" : "",
+                                   owner ? owner : "", embedder, dim, (double)v[0], dim > 1 ? (double)v[1] : 0.0,
                                    dim > 2 ? (double)v[2] : 0.0, dim > 3 ? (double)v[3] : 0.0);
     else
         r->len += (size_t)snprintf(r->log + r->len, sizeof(r->log) - r->len, "remove %s;", id);
@@ -1579,7 +1583,7 @@ START_TEST(test_store_get_order)
     assert_json(list, "[]", "empty store");
     json_decref(list);
     list = NULL;
-    ck_assert_int_eq(store_memory_decisions(store, 10, 0, &list, &err), KEEL_OK);
+    ck_assert_int_eq(store_memory_decisions(store, NULL, 10, 0, &list, &err), KEEL_OK);
     assert_json(list, "[]", "no decisions");
     json_decref(list);
     store_close(store);
@@ -1594,7 +1598,7 @@ static const char *page(struct store *store, int limit, int offset, char *out, s
     size_t i, len = 0;
 
     keel_error_clear(&err);
-    ck_assert_msg(store_memory_decisions(store, limit, offset, &list, &err) == KEEL_OK,
+    ck_assert_msg(store_memory_decisions(store, NULL, limit, offset, &list, &err) == KEEL_OK,
                   "decisions %d %d: %s", limit, offset, err.message);
     out[0] = '\0';
     json_array_foreach(list, i, d)
@@ -1627,17 +1631,17 @@ START_TEST(test_store_decisions_paging)
     ck_assert_str_eq(page(store, 1, 2, seqs, sizeof(seqs)), "3");
 
     keel_error_clear(&err);
-    ck_assert_int_eq(store_memory_decisions(store, 0, 0, &list, &err), KEEL_EINVAL);
+    ck_assert_int_eq(store_memory_decisions(store, NULL, 0, 0, &list, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "limit");
     keel_error_clear(&err);
-    ck_assert_int_eq(store_memory_decisions(store, -3, 0, &list, &err), KEEL_EINVAL);
+    ck_assert_int_eq(store_memory_decisions(store, NULL, -3, 0, &list, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "limit");
     keel_error_clear(&err);
-    ck_assert_int_eq(store_memory_decisions(store, STORE_LIMIT_MAX + 1, 0, &list, &err),
+    ck_assert_int_eq(store_memory_decisions(store, NULL, STORE_LIMIT_MAX + 1, 0, &list, &err),
                      KEEL_EINVAL);
     ck_assert_str_eq(err.field, "limit");
     keel_error_clear(&err);
-    ck_assert_int_eq(store_memory_decisions(store, 5, -1, &list, &err), KEEL_EINVAL);
+    ck_assert_int_eq(store_memory_decisions(store, NULL, 5, -1, &list, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "offset");
     ck_assert_ptr_null(list);
     store_close(store);
@@ -1779,9 +1783,10 @@ static int run_is(struct store *store, const char *id, const char *expected, str
     return same;
 }
 
-static int ignore_change(void *ctx, const char *id, const char *embedder, int dim, const float *v)
+static int ignore_change(void *ctx, const char *id, const char *owner, const char *embedder,
+                         int dim, const float *v)
 {
-    (void)ctx, (void)id, (void)embedder, (void)dim, (void)v;
+    (void)ctx, (void)id, (void)owner, (void)embedder, (void)dim, (void)v;
     return KEEL_OK;
 }
 
@@ -1932,7 +1937,7 @@ START_TEST(test_store_reads_after_failed_write)
         json_decref(list);
         list = NULL;
         keel_error_clear(&err);
-        ck_assert_msg(store_memory_decisions(store, 10, 0, &list, &err) == KEEL_OK,
+        ck_assert_msg(store_memory_decisions(store, NULL, 10, 0, &list, &err) == KEEL_OK,
                       "decisions after a failed write: %s", err.message);
         ck_assert_uint_eq(json_array_size(list), rc == KEEL_OK ? 2 : 1);
         json_decref(list);
@@ -2007,7 +2012,7 @@ START_TEST(test_store_read_allocation_failures)
             got = NULL;
             keel_error_clear(&err);
             keel_alloc_fail_after(n, sticky);
-            rc = store_memory_decisions(store, 50, 0, &got, &err);
+            rc = store_memory_decisions(store, NULL, 50, 0, &got, &err);
             keel_alloc_fail_after(-1, 0);
             ck_assert_msg(rc == KEEL_OK || rc == KEEL_ENOMEM, "decisions at %ld: %s", n,
                           err.message);
@@ -2062,7 +2067,7 @@ static int admit_rc(struct memory *m, const char *id, const char *task, const ch
 {
     json_t *references = refs ? json_loads(refs, 0, NULL) : NULL;
     json_t *artifacts = json_pack("[s]", "notes.md");
-    struct memory_input in = {id, task, summary, outcome, references, artifacts, NULL, T0};
+    struct memory_input in = {id, task, summary, outcome, references, artifacts, NULL, T0, NULL};
     int rc;
 
     ck_assert_msg(!refs || references, "bad references %s", refs);
@@ -2119,7 +2124,7 @@ static json_t *search(struct memory *m, const char *query, int limit)
     int rc;
 
     keel_error_clear(&err);
-    rc = memory_search(m, query, limit, &runs, &err);
+    rc = memory_search(m, NULL, query, limit, &runs, &err);
     ck_assert_msg(rc == KEEL_OK, "search %s: %s", query, err.message);
     ck_assert(json_is_array(runs));
     return runs;
@@ -2433,7 +2438,7 @@ START_TEST(test_admit_input_errors)
 {
     struct store *store = store_fresh();
     struct memory *m = memory_new(store);
-    struct memory_input ok = {"run_ok", SQL_TASK, SQL_FAILED, "success", NULL, NULL, NULL, T0};
+    struct memory_input ok = {"run_ok", SQL_TASK, SQL_FAILED, "success", NULL, NULL, NULL, T0, NULL};
     struct memory_input in;
     json_t *numbers = json_pack("[s, i]", "a", 1), *object = json_pack("{s:s}", "a", "b");
     json_t *text = json_string("x");
@@ -2494,16 +2499,16 @@ START_TEST(test_search_errors)
     json_decref(runs);
     runs = NULL;
     keel_error_clear(&err);
-    ck_assert_int_eq(memory_search(m, "x", 0, &runs, &err), KEEL_EINVAL);
+    ck_assert_int_eq(memory_search(m, NULL, "x", 0, &runs, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "limit");
     keel_error_clear(&err);
-    ck_assert_int_eq(memory_search(m, "x", MEMORY_SEARCH_MAX + 1, &runs, &err), KEEL_EINVAL);
+    ck_assert_int_eq(memory_search(m, NULL, "x", MEMORY_SEARCH_MAX + 1, &runs, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "limit");
     keel_error_clear(&err);
-    ck_assert_int_eq(memory_search(m, "", 5, &runs, &err), KEEL_EINVAL);
+    ck_assert_int_eq(memory_search(m, NULL, "", 5, &runs, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "query");
     keel_error_clear(&err);
-    ck_assert_int_eq(memory_search(m, NULL, 5, &runs, &err), KEEL_EINVAL);
+    ck_assert_int_eq(memory_search(m, NULL, NULL, 5, &runs, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "query");
     ck_assert_ptr_null(runs);
     memory_free(m);
@@ -2597,7 +2602,7 @@ START_TEST(test_admit_after_failed_sync)
         {
             json_t *refs = json_array(), *artifacts = json_array();
             struct memory_input in = {"run_schema_2", SCHEMA_TASK, SCHEMA_SUMMARY, "success",
-                                      refs, artifacts, NULL, T0};
+                                      refs, artifacts, NULL, T0, NULL};
             keel_error_clear(&err);
             failures = keel_alloc_failures();
             keel_alloc_fail_after(n, 0);
@@ -2664,7 +2669,7 @@ START_TEST(test_admit_allocation_failures)
         snprintf(ref2, sizeof(ref2), "https://b.example/%ld", n);
         {
             json_t *refs = json_pack("[s]", ref1), *artifacts = json_pack("[s]", "app.py");
-            struct memory_input in = {id1, task, first, "success", refs, artifacts, NULL, T0};
+            struct memory_input in = {id1, task, first, "success", refs, artifacts, NULL, T0, NULL};
             keel_error_clear(&err);
             ck_assert_msg(memory_admit(m, &in, &out, &err) == KEEL_OK, "%s", err.message);
             ck_assert_str_eq(json_string_value(json_object_get(out, "decision")), "ADD");
@@ -2677,7 +2682,7 @@ START_TEST(test_admit_allocation_failures)
         before = decision_count(store);
         {
             json_t *refs = json_pack("[s]", ref2), *artifacts = json_pack("[s]", "app.py");
-            struct memory_input in = {id2, task, second, "success", refs, artifacts, NULL, T0};
+            struct memory_input in = {id2, task, second, "success", refs, artifacts, NULL, T0, NULL};
             settle(store);
             keel_error_clear(&err);
             failures = keel_alloc_failures();
@@ -2756,7 +2761,7 @@ START_TEST(test_admit_without_artifacts)
     long before = keel_alloc_live();
     struct store *store = store_fresh();
     struct memory *m = memory_new(store);
-    struct memory_input in = {"run_bare", SQL_TASK, SQL_FAILED, "failure", NULL, NULL, NULL, T0};
+    struct memory_input in = {"run_bare", SQL_TASK, SQL_FAILED, "failure", NULL, NULL, NULL, T0, NULL};
     struct keel_error err;
     json_t *out = NULL, *run;
 
@@ -2772,6 +2777,218 @@ START_TEST(test_admit_without_artifacts)
     store_close(store);
     ck_assert_msg(keel_alloc_live() == before, "an admission without artifacts leaked %ld "
                   "allocation(s)", keel_alloc_live() - before);
+}
+END_TEST
+
+/* ---- owners and erasure (issue 7) ------------------------------------------ */
+
+#define SECRET_TASK "find recent papers on alice secret sleep project"
+
+/* Admits a run of `owner` (NULL: none) as the server would: with
+ * `turn_seq` > 0 stored with turn `turn_seq` of conversation `conv`
+ * (the remember stage's way), else applied alone (POST /v1/memory/runs)
+ * naming `conv`. Asserts the decision; returns the candidates' count. */
+static size_t admit_as(struct memory *m, const char *owner, const char *conv, int turn_seq,
+                       const char *id, const char *task, const char *outcome,
+                       const char *decision, const char *target)
+{
+    struct memory_input in = {id, task, "searched the sleep literature", outcome, NULL, NULL,
+                              conv, T0 + turn_seq, owner};
+    struct memory_decision *d = NULL;
+    struct keel_error err;
+    const json_t *out;
+    const char *got_target;
+    size_t cands;
+    int rc;
+
+    keel_error_clear(&err);
+    rc = memory_decide(m, &in, &d, &err);
+    ck_assert_msg(rc == KEEL_OK, "decide %s: %s", id, err.message);
+    if (turn_seq > 0) {
+        struct store_turn_record rec;
+        char corr[64];
+        memset(&rec, 0, sizeof(rec));
+        snprintf(corr, sizeof(corr), "turn_%s", id);
+        rec.conversation_id = conv;
+        rec.pack = "scholar";
+        rec.seq = turn_seq;
+        rec.correlation_id = corr;
+        rec.ts_ms = T0 + turn_seq;
+        rec.user_text = task;
+        rec.assistant_text = "an answer";
+        rec.state_json = "{}";
+        rec.deltas_json = "[]";
+        rec.events_json = "[]";
+        rec.sources_json = "[]";
+        rec.intent = "search";
+        rec.route = "tool";
+        rec.stage_from = "exploring";
+        rec.stage_to = "exploring";
+        rec.reasons_json = "[]";
+        rec.decision_json = "{}";
+        rec.owner = owner;
+        rec.memory = memory_decision_change(d);
+        rc = store_save_turn(memory_store_of_test, &rec, &err);
+    } else {
+        rc = store_memory_apply(memory_store_of_test, memory_decision_change(d), &err);
+    }
+    ck_assert_msg(rc == KEEL_OK, "store %s: %s %s", id, err.field, err.message);
+    memory_commit(m, d);
+    out = memory_decision_json(d);
+    ck_assert_msg(!strcmp(json_string_value(json_object_get(out, "decision")), decision),
+                  "%s: %s, expected %s (%s)", id,
+                  json_string_value(json_object_get(out, "decision")), decision,
+                  json_string_value(json_object_get(out, "reason")));
+    got_target = json_string_value(json_object_get(out, "target_run_id"));
+    ck_assert_msg(target ? got_target && !strcmp(got_target, target) : !got_target,
+                  "%s: target %s, expected %s", id, got_target ? got_target : "(none)",
+                  target ? target : "(none)");
+    cands = json_array_size(json_object_get(out, "candidates"));
+    memory_decision_free(d);
+    return cands;
+}
+
+/* The ids `owner` finds for `query`, as "id,id,". */
+static void search_as(struct memory *m, const char *owner, const char *query, char *out,
+                      size_t n)
+{
+    struct keel_error err;
+    json_t *runs = NULL, *r;
+    size_t i, len = 0;
+
+    keel_error_clear(&err);
+    ck_assert_msg(memory_search(m, owner, query, 10, &runs, &err) == KEEL_OK, "search: %s",
+                  err.message);
+    out[0] = '\0';
+    json_array_foreach(runs, i, r) {
+        const char *o = json_string_value(json_object_get(r, "owner"));
+        ck_assert_msg(owner && *owner ? o && !strcmp(o, owner) : !o, "%s found a run of %s",
+                      owner, o ? o : "(none)");
+        len += (size_t)snprintf(out + len, n - len, "%s,",
+                                json_string_value(json_object_get(r, "id")));
+    }
+    json_decref(runs);
+}
+
+/* The decisions of `owner` as "DECISION run_id task|…", newest first. */
+static void decisions_as(struct store *store, const char *owner, char *out, size_t n)
+{
+    struct keel_error err;
+    json_t *list = NULL, *d;
+    size_t i, len = 0;
+
+    keel_error_clear(&err);
+    ck_assert_msg(store_memory_decisions(store, owner, 50, 0, &list, &err) == KEEL_OK, "%s",
+                  err.message);
+    out[0] = '\0';
+    json_array_foreach(list, i, d)
+        len += (size_t)snprintf(out + len, n - len, "%s %s %s|",
+                                json_string_value(json_object_get(d, "decision")),
+                                json_string_value(json_object_get(d, "run_id")),
+                                json_string_value(json_object_get(d, "task")));
+    json_decref(list);
+}
+
+START_TEST(test_owner_isolation)
+{
+    struct store *store = store_fresh(), *again;
+    struct memory *m, *m2;
+    char got[1024];
+
+    memory_store_of_test = store;
+    m = memory_new(store);
+    ck_assert_uint_eq(admit_as(m, "alice", NULL, 0, "run_a1", SECRET_TASK, "failure", "ADD",
+                               NULL), 0);
+    /* Bob's same task: never a candidate of Alice's run (no REPLACE of it) */
+    ck_assert_uint_eq(admit_as(m, "bob", NULL, 0, "run_b1", SECRET_TASK, "success", "ADD",
+                               NULL), 0);
+    ck_assert_uint_eq(admit_as(m, "bob", NULL, 0, "run_b2", SECRET_TASK, "success", "NOT",
+                               "run_b1"), 1);
+    ck_assert_uint_eq(admit_as(m, NULL, NULL, 0, "run_l1", SECRET_TASK, "success", "ADD",
+                               NULL), 0);
+    search_as(m, "bob", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_b1,");
+    search_as(m, "alice", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_a1,");
+    search_as(m, NULL, "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_l1,");
+    search_as(m, "", "alice secret", got, sizeof(got));   /* "" is no owner too */
+    ck_assert_str_eq(got, "run_l1,");
+    search_as(m, "carol", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "");
+    decisions_as(store, "bob", got, sizeof(got));
+    ck_assert_str_eq(got, "NOT run_b2 " SECRET_TASK "|ADD run_b1 " SECRET_TASK "|");
+    decisions_as(store, "carol", got, sizeof(got));
+    ck_assert_str_eq(got, "");
+    decisions_as(store, NULL, got, sizeof(got));
+    ck_assert_str_eq(got, "ADD run_l1 " SECRET_TASK "|");
+    /* Alice's own success still replaces her failure */
+    ck_assert_uint_eq(admit_as(m, "alice", NULL, 0, "run_a2", SECRET_TASK, "success", "REPLACE",
+                               "run_a1"), 1);
+    /* another process replays the owners from the store */
+    again = store_again(store);
+    m2 = memory_new(again);
+    search_as(m2, "bob", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_b1,");
+    search_as(m2, "alice", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_a2,");
+    memory_free(m2);
+    store_again_close(store, again);
+    memory_free(m);
+    store_close(store);
+}
+END_TEST
+
+START_TEST(test_erase_with_conversation)
+{
+    struct store *store = store_fresh(), *again;
+    struct memory *m, *m2;
+    struct keel_error err;
+    json_t *run;
+    char got[2048];
+
+    memory_store_of_test = store;
+    m = memory_new(store);
+    admit_as(m, "alice", "conv_alice", 1, "run_t1", SECRET_TASK, "success", "ADD", NULL);
+    admit_as(m, "alice", "conv_alice", 2, "run_t2", SECRET_TASK, "success", "NOT", "run_t1");
+    admit_as(m, "alice", NULL, 0, "run_p1", "water the garden tomatoes", "success", "ADD", NULL);
+    /* Bob names Alice's conversation in a run of his: not erased with it */
+    admit_as(m, "bob", "conv_alice", 0, "run_b1", SECRET_TASK, "success", "ADD", NULL);
+    search_as(m, "alice", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_t1,run_p1,");   /* the same summary: similar */
+
+    keel_error_clear(&err);
+    ck_assert_msg(store_delete_conversation(store, "conv_alice", &err) == KEEL_OK, "%s",
+                  err.message);
+    search_as(m, "alice", "alice secret sleep project", got, sizeof(got));
+    ck_assert_msg(!strstr(got, "run_t1"), "found after the delete: %s", got);
+    search_as(m, "bob", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_b1,");
+    /* the open index dropped it: no candidate for the same task */
+    ck_assert_uint_eq(admit_as(m, "alice", NULL, 0, "run_p2", SECRET_TASK, "failure", "ADD",
+                               NULL), 0);
+    /* nor does a memory opened afterwards put it back */
+    again = store_again(store);
+    m2 = memory_new(again);
+    search_as(m2, "alice", "alice secret sleep project", got, sizeof(got));
+    ck_assert_str_eq(got, "run_p2,run_p1,");
+    memory_free(m2);
+    store_again_close(store, again);
+    /* the audit trail: an ERASE per run, no task of the conversation's */
+    decisions_as(store, "alice", got, sizeof(got));
+    ck_assert_str_eq(got, "ADD run_p2 " SECRET_TASK "|ERASE run_t1 |ADD run_p1 water the garden "
+                          "tomatoes|NOT run_t2 |ADD run_t1 |");
+    run = run_get(store, "run_t1");
+    ck_assert_ptr_nonnull(run);
+    ck_assert_str_eq(json_string_value(json_object_get(run, "status")), "erased");
+    ck_assert_str_eq(json_string_value(json_object_get(run, "task")), "");
+    ck_assert_str_eq(json_string_value(json_object_get(run, "summary")), "");
+    json_decref(run);
+    run = run_get(store, "run_b1");
+    ck_assert_str_eq(json_string_value(json_object_get(run, "status")), "active");
+    json_decref(run);
+    memory_free(m);
+    store_close(store);
 }
 END_TEST
 
@@ -2816,6 +3033,8 @@ static void add_admit_tests(TCase *tc)
     tcase_add_test(tc, test_admit_after_failed_sync);
     tcase_add_test(tc, test_admit_allocation_failures);
     tcase_add_test(tc, test_admit_without_artifacts);
+    tcase_add_test(tc, test_owner_isolation);
+    tcase_add_test(tc, test_erase_with_conversation);
 }
 
 Suite *suite_memory(void)

@@ -302,6 +302,79 @@ static double recall3(struct memory_index *ix, const float *v, int n, uint64_t *
     return wanted ? (double)found / (double)wanted : 1.0;
 }
 
+/* Searches by owner (issue 7), with the scan (from 0) and the graph:
+ * run i belongs to owner tag 7 when i % 10 == 0 (a tenth), else 3. No
+ * hit is ever another owner's, and the owner's 3 nearest are found (the
+ * graph's widened candidates, else the scan). */
+START_TEST(test_owner_filtered_search)
+{
+    static const size_t froms[] = {0, 500};
+    enum { N = 2000 };
+    float *v = keel_malloc((size_t)N * G_DIM * sizeof(float)), q[G_DIM];
+
+    ck_assert_ptr_nonnull(v);
+    for (size_t f = 0; f < 2; f++) {
+        struct memory_index *ix = graph_index(froms[f], 1);
+        uint64_t rng = 5, none = 99;
+        size_t found = 0, wanted = 0;
+        char id[32];
+
+        for (int i = 0; i < N; i++) {
+            random_unit(&rng, v + (size_t)i * G_DIM, G_DIM);
+            snprintf(id, sizeof(id), "r%d", i);
+            ck_assert_int_eq(memory_index_put_owned(ix, id, i % 10 ? 3 : 7,
+                                                    v + (size_t)i * G_DIM), KEEL_OK);
+        }
+        if (froms[f]) {
+            ck_assert_int_eq(memory_index_wait(ix), 1);
+            ck_assert_str_eq(answering(ix), "hnsw");
+        }
+        for (int k = 0; k < 100; k++) {
+            uint64_t owner = k % 2 ? 7 : 3;
+            struct memory_hit hits[3];
+            float best[3] = {-2, -2, -2};
+            size_t n;
+            if (k % 4 < 2)
+                memcpy(q, v + (size_t)(k * 13 % N) * G_DIM, sizeof(q));
+            else
+                random_unit(&rng, q, G_DIM);
+            n = memory_index_search_owned(ix, q, 3, -1.0f, &owner, hits);
+            ck_assert_uint_eq(n, 3);
+            for (size_t h = 0; h < n; h++) {
+                int i = (int)strtol(hits[h].id + 1, NULL, 10);
+                ck_assert_msg((i % 10 ? 3u : 7u) == owner, "%s is not owner %u's", hits[h].id,
+                              (unsigned)owner);
+            }
+            /* the owner's exact 3 nearest */
+            for (int i = 0; i < N; i++) {
+                float sim;
+                if ((i % 10 ? 3u : 7u) != owner)
+                    continue;
+                sim = memory_dot(q, v + (size_t)i * G_DIM, G_DIM);
+                for (int b = 0; b < 3; b++)
+                    if (sim > best[b]) {
+                        memmove(best + b + 1, best + b, (size_t)(2 - b) * sizeof(float));
+                        best[b] = sim;
+                        break;
+                    }
+            }
+            for (int b = 0; b < 3; b++)
+                for (size_t h = 0; h < n; h++)
+                    found += hits[h].similarity == best[b];
+            wanted += 3;
+        }
+        ck_assert_msg((double)found / (double)wanted >= 0.95, "from %zu: recall@3 %.3f",
+                      froms[f], (double)found / (double)wanted);
+        {
+            struct memory_hit hits[3];
+            ck_assert_uint_eq(memory_index_search_owned(ix, q, 3, -1.0f, &none, hits), 0);
+        }
+        memory_index_free(ix);
+    }
+    keel_free(v);
+}
+END_TEST
+
 #define R_N 4000
 
 START_TEST(test_graph_threshold_switch)
@@ -655,6 +728,7 @@ Suite *suite_memory_hnsw(void)
     tcase_add_test(graph, test_graph_build_fails);
     tcase_add_test(graph, test_graph_open_bad_conf);
     tcase_add_test(graph, test_graph_pack_setting);
+    tcase_add_test(graph, test_owner_filtered_search);
     suite_add_tcase(s, graph);
     return s;
 }
