@@ -112,15 +112,34 @@ int scenario_turn_record(struct turn *t, struct store_turn_record *rec, struct k
     return KEEL_OK;
 }
 
+/* A copy of `v` with its keys in sorted order at every level, as the
+ * store keeps it (scenario_dump), so a result replayed from the store
+ * reads byte for byte as the live one; JSON null for NULL, NULL when
+ * out of memory. */
+static json_t *as_stored(const json_t *v)
+{
+    struct keel_error err;
+    json_t *copy = NULL;
+    char *text;
+    int oom;
+
+    if (!v)
+        return json_null();
+    if (!(text = scenario_dump(v, &oom)))
+        return NULL;
+    keel_error_clear(&err);
+    if (keel_json_parse_any(text, strlen(text), SCENARIO_BYTES_LIMIT * 4, "scenario", &copy,
+                            &err))
+        copy = NULL;
+    keel_free(text);
+    return copy;
+}
+
 int scenario_turn_result(const struct turn *t, json_t *result)
 {
     /* each made just before it is set: set_new takes it, also on failure */
-    return json_object_set_new(result, "active_scenario",
-                               t->scenario.current ? json_deep_copy(t->scenario.current)
-                                                   : json_null()) ||
-           json_object_set_new(result, "scenario_changes",
-                               t->scenario.changes ? json_deep_copy(t->scenario.changes)
-                                                   : json_null()) ||
+    return json_object_set_new(result, "active_scenario", as_stored(t->scenario.current)) ||
+           json_object_set_new(result, "scenario_changes", as_stored(t->scenario.changes)) ||
            json_object_set_new(result, "scenario_summary",
                                scenario_summary_json(t->scenario.conf, t->scenario.current));
 }
