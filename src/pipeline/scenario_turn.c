@@ -16,6 +16,7 @@
  * Every change is recorded as {source, patch|set} in the turn's
  * scenario changes (stored as the turn's delta).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -112,27 +113,53 @@ int scenario_turn_record(struct turn *t, struct store_turn_record *rec, struct k
     return KEEL_OK;
 }
 
-/* A copy of `v` with its keys in sorted order at every level, as the
- * store keeps it (scenario_dump), so a result replayed from the store
- * reads byte for byte as the live one; JSON null for NULL, NULL when
- * out of memory. */
+static int key_order(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A deep copy of `v` whose objects hold their keys in sorted order, as
+ * the store keeps them (scenario_dump sorts), so a result replayed from
+ * the store reads byte for byte as the live one. JSON null for NULL;
+ * NULL when out of memory. Not by dumping and parsing again: jansson's
+ * parser mishandles some allocation failures. */
 static json_t *as_stored(const json_t *v)
 {
-    struct keel_error err;
-    json_t *copy = NULL;
-    char *text;
-    int oom;
+    json_t *out, *item;
+    const char **keys;
+    const char *k;
+    size_t i, n = 0;
 
     if (!v)
         return json_null();
-    if (!(text = scenario_dump(v, &oom)))
+    if (json_is_array(v)) {
+        if (!(out = json_array()))
+            return NULL;
+        json_array_foreach(v, i, item)
+            if (json_array_append_new(out, as_stored(item))) {
+                json_decref(out);
+                return NULL;
+            }
+        return out;
+    }
+    if (!json_is_object(v))
+        return json_deep_copy(v);
+    if (!(out = json_object()) ||
+        !(keys = keel_malloc((json_object_size(v) + 1) * sizeof(*keys)))) {
+        json_decref(out);
         return NULL;
-    keel_error_clear(&err);
-    if (keel_json_parse_any(text, strlen(text), SCENARIO_BYTES_LIMIT * 4, "scenario", &copy,
-                            &err))
-        copy = NULL;
-    keel_free(text);
-    return copy;
+    }
+    json_object_foreach((json_t *)v, k, item)
+        keys[n++] = k;
+    qsort(keys, n, sizeof(*keys), key_order);
+    for (i = 0; i < n; i++)
+        if (json_object_set_new(out, keys[i], as_stored(json_object_get(v, keys[i])))) {
+            json_decref(out);
+            out = NULL;
+            break;
+        }
+    keel_free(keys);
+    return out;
 }
 
 int scenario_turn_result(const struct turn *t, json_t *result)
