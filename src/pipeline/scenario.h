@@ -106,6 +106,7 @@ struct scenario_turn {
     int64_t version;                    /* the stored version the turn read */
     int may_write;                      /* the turn's role may change it */
     int changed;                        /* current differs from what was read */
+    int facts_ignored;                  /* the message stated facts this role may not apply */
 };
 
 /* Applies `patch` (scenario_apply) to st->current and records it as a

@@ -7,7 +7,9 @@
  *             then the request's own copy (client-owns-state: it wins
  *             and is saved)
  *   classify  the household facts the message states, as a patch
- *             through the same merge as update_scenario
+ *             through the same merge as update_scenario (a role that
+ *             may not change the scenario: noted, and the tax answer
+ *             says they were not applied)
  *   (resolve) the model may call update_scenario / get_scenario; the
  *             household path's uk_income_tax reads the scenario
  *   publish   the scenario after the turn and its changes, in the
@@ -57,12 +59,19 @@ int scenario_turn_classify(struct turn *t, struct keel_error *err)
     json_t *patch = NULL;
     int rc;
 
-    if (!h || !t->scenario.may_write)
+    if (!h)
         return KEEL_OK;
     if (household_extract(h, t->req->message, t->req->message_len, t->scenario.current, &patch))
         return keel_error_set(err, KEEL_ENOMEM, "classify", "out of memory");
     if (!patch)
         return KEEL_OK;
+    if (!t->scenario.may_write) {   /* not applied, and the answer says so (uk_income_tax) */
+        t->scenario.facts_ignored = 1;
+        rc = turn_emit(t, "info", "classify.scenario_ignored", json_pack("{s:O}", "patch", patch),
+                       "household facts not applied: this role may not change the scenario");
+        json_decref(patch);
+        return rc ? keel_error_set(err, KEEL_ENOMEM, "classify", "out of memory") : KEEL_OK;
+    }
     keel_error_clear(&perr);
     rc = scenario_turn_patch(&t->scenario, "message", patch, &perr);
     if (rc == KEEL_ENOMEM) {
