@@ -56,8 +56,13 @@ static void merge(const uint8_t *data, size_t size)
     json_t *patch = NULL, *current = NULL, *out = NULL;
     struct keel_error err;
 
-    if (keel_json_parse((const char *)data, n, 1u << 16, "patch", &patch, &err))
+    if (keel_json_parse_any((const char *)data, n, 1u << 16, "patch", &patch, &err))
         return;
+    /* the same value as a client's whole copy: refused with a field named */
+    keel_error_clear(&err);
+    if (scenario_check(&conf, patch, "active_scenario", &err) != KEEL_OK &&
+        strncmp(err.field, "active_scenario", 15))
+        abort();
     if (nul && keel_json_parse((const char *)nul + 1, size - n - 1, 1u << 16, "current",
                                &current, &err) == KEEL_OK && !json_is_object(current)) {
         json_decref(current);

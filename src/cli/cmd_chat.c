@@ -45,8 +45,8 @@ static void chat_usage(FILE *out)
             "sources; :quit or Ctrl-D leaves. Otherwise one message per line is read from\n"
             "standard input and each answer printed (--json: one JSON object per turn with\n"
             "answer, sources, decision, stage, clarification, tools_called, tool_args,\n"
-            "active_scenario, scenario_summary, artifact, and providers when remote paper\n"
-            "providers were asked).\n"
+            "active_scenario, scenario_summary, scenario_changes, artifact, and providers\n"
+            "when remote paper providers were asked).\n"
             "The pack's sample data (its pipeline.sample papers or corpus) is ingested when the\n"
             "store has no papers or no documents yet.\n\n"
             "  --pack NAME          scholar (default), payer, … (a folder of the packs directory)\n"
@@ -152,7 +152,7 @@ static void print_text(const json_t *result, int answer)
 static void print_json(const json_t *result)
 {
     json_t *line = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O*,s:O,s:O*,s:O*,"
-                             "s:O*}",
+                             "s:O*,s:O?}",
                              "conversation_id",
                              json_object_get(result, "conversation_id"), "turn",
                              json_object_get(result, "turn"), "answer",
@@ -168,7 +168,8 @@ static void print_json(const json_t *result)
                              json_object_get(result, "tool_args"), "model",
                              json_object_get(result, "model"), "memory",
                              json_object_get(result, "memory"), "scenario_summary",
-                             json_object_get(result, "scenario_summary"));
+                             json_object_get(result, "scenario_summary"), "scenario_changes",
+                             json_object_get(result, "scenario_changes"));
     if (line && json_is_true(json_object_get(result, "closing")))
         json_object_set_new(line, "closing", json_true());
     if (line && json_is_true(json_object_get(result, "reset")))

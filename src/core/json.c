@@ -16,8 +16,8 @@ void keel_json_init(void)
     json_object_seed(0x6b65656c);  /* "keel": same hash order every run */
 }
 
-int keel_json_parse(const char *text, size_t n, size_t max, const char *origin,
-                    json_t **out, struct keel_error *err)
+static int parse(const char *text, size_t n, size_t max, const char *origin, size_t flags,
+                 json_t **out, struct keel_error *err)
 {
     json_error_t jerr;
     json_t *value;
@@ -28,7 +28,7 @@ int keel_json_parse(const char *text, size_t n, size_t max, const char *origin,
                               "%zu bytes is over the limit of %zu bytes", n, max);
     memset(&jerr, 0, sizeof(jerr));
     failures = keel_alloc_failures();
-    value = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
+    value = json_loadb(text, n, JSON_REJECT_DUPLICATES | flags, &jerr);
     if (value && keel_alloc_failures() != failures) {
         /* jansson 2.14's lexer ignores a failed append to a string and
          * goes on without that byte: never trust such a document. */
@@ -45,6 +45,18 @@ int keel_json_parse(const char *text, size_t n, size_t max, const char *origin,
     }
     *out = value;
     return KEEL_OK;
+}
+
+int keel_json_parse(const char *text, size_t n, size_t max, const char *origin,
+                    json_t **out, struct keel_error *err)
+{
+    return parse(text, n, max, origin, 0, out, err);
+}
+
+int keel_json_parse_any(const char *text, size_t n, size_t max, const char *origin,
+                        json_t **out, struct keel_error *err)
+{
+    return parse(text, n, max, origin, JSON_DECODE_ANY, out, err);
 }
 
 void keel_json_path_key(char *out, size_t n, const char *parent, const char *key)

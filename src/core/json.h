@@ -28,6 +28,12 @@ void keel_json_init(void);
 int keel_json_parse(const char *text, size_t n, size_t max, const char *origin,
                     json_t **out, struct keel_error *err);
 
+/* As keel_json_parse, but any JSON value is accepted at the top level
+ * ("married", 42, null), not only an object or an array: for callers
+ * that answer a value of the wrong type with their own error. */
+int keel_json_parse_any(const char *text, size_t n, size_t max, const char *origin,
+                        json_t **out, struct keel_error *err);
+
 /* Writes "parent.key" (or "key" when parent is empty) into `out`. */
 void keel_json_path_key(char *out, size_t n, const char *parent, const char *key);
 

@@ -97,13 +97,69 @@ int extract_slots(const struct pipeline_config *cfg, const char *msg, size_t n,
 
 /* ---- redaction ------------------------------------------------------------- */
 
+/* The length of a currency sign starting `w` (£ $ €), or 0. */
+static size_t currency_sign(const char *w, size_t n)
+{
+    if (n >= 1 && w[0] == '$')
+        return 1;
+    if (n >= 2 && !memcmp(w, "\xc2\xa3", 2))          /* £ */
+        return 2;
+    if (n >= 3 && !memcmp(w, "\xe2\x82\xac", 3))      /* € */
+        return 3;
+    return 0;
+}
+
+/* A money amount, never an identifier: a currency sign, then digits
+ * with optional , or . separators, then optionally k, m or bn ("£110k",
+ * "£1,250,000", "$2.5m"); or, without a sign, digits grouped by commas
+ * in threes ("1,250,000"). */
+static int is_money(const char *w, size_t n)
+{
+    size_t i = currency_sign(w, n), digits = 0, end;
+    int sign = i > 0;
+
+    if (i >= n || !isdigit((unsigned char)w[i]))
+        return 0;
+    end = n;
+    if (sign && end - i > 2 && !strncasecmp(w + end - 2, "bn", 2))
+        end -= 2;
+    else if (sign && (w[end - 1] == 'k' || w[end - 1] == 'K' || w[end - 1] == 'm' ||
+                      w[end - 1] == 'M'))
+        end--;
+    if (sign) {
+        for (; i < end; i++) {
+            if (isdigit((unsigned char)w[i]))
+                digits++;
+            else if (!(w[i] == ',' || w[i] == '.') || !isdigit((unsigned char)w[i - 1]))
+                return 0;
+        }
+        return digits > 0 && isdigit((unsigned char)w[end - 1]);
+    }
+    /* 1,250,000: one to three digits, then groups of ",ddd" */
+    for (; i < end && isdigit((unsigned char)w[i]); i++)
+        digits++;
+    if (digits > 3 || i == end)
+        return 0;
+    while (i < end) {
+        if (end - i < 4 || w[i] != ',' || !isdigit((unsigned char)w[i + 1]) ||
+            !isdigit((unsigned char)w[i + 2]) || !isdigit((unsigned char)w[i + 3]))
+            return 0;
+        i += 4;
+    }
+    return 1;
+}
+
 /* A date (digits with / - . between), a long number, or a code mixing
  * letters and digits of 6+ characters (member ids, MRNs). Years alone
- * (four digits) stay: they are search filters, not identifiers. */
+ * (four digits) stay: they are search filters, not identifiers; so do
+ * money amounts (is_money: the £ sign is two bytes, and "£110k" is not
+ * a code). */
 static int is_identifier(const char *w, size_t n)
 {
     size_t digits = 0, letters = 0, seps = 0;
 
+    if (is_money(w, n))
+        return 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)w[i];
         digits += isdigit(c) != 0;

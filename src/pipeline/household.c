@@ -191,8 +191,8 @@ static int load_year(struct household *h, struct hh_year *y, const char *name,
                                        "marriage_allowance", "countries", NULL};
     static const char *const taper_keys[] = {"threshold", "per", NULL};
     static const char *const ma_keys[] = {"transfer", "relief_rate", NULL};
-    static const char *const country_keys[] = {"label", "marriage_allowance_max_rate", "bands",
-                                               NULL};
+    static const char *const country_keys[] = {"label", "source", "marriage_allowance_max_rate",
+                                               "bands", NULL};
     char sub[KEEL_JSON_PATH_MAX], item[KEEL_JSON_PATH_MAX], bands[KEEL_JSON_PATH_MAX];
     const json_t *taper, *ma, *countries, *c;
     struct keel_error inner;
@@ -243,11 +243,13 @@ static int load_year(struct household *h, struct hh_year *y, const char *name,
         keel_json_path_key(item, sizeof(item), sub, cname);
         country->name = cname;
         country->label = cname;
+        country->source = NULL;
         v = 0;
         if (!json_is_object(c))
             return pack_fail(h->pack, item, err, "must be a mapping {label, bands}");
         if (keel_json_check_keys(c, country_keys, item, &inner) ||
             keel_json_get_string(c, "label", 0, item, &country->label, &inner) ||
+            keel_json_get_string(c, "source", 0, item, &country->source, &inner) ||
             keel_json_get_int(c, "marriage_allowance_max_rate", 0, 0, 100, item, &v, &inner))
             return pack_fail(h->pack, inner.field, err, "%s", inner.message);
         country->ma_max_rate = (int)v;

@@ -46,6 +46,15 @@ int household_extract(const struct household *h, const char *msg, size_t n,
  * first amount after a query lead, or -1. */
 long long household_query_income(const struct household *h, const char *msg, size_t n);
 
+/* Checks the values of a household object `hh` that the pack defines:
+ * country, tax_year and marital_status one of the pack's, earners a
+ * list of at most HOUSEHOLD_EARNERS_MAX objects with whole-pound
+ * employment_income, children a count from 0 to 20; absent or null
+ * fields pass. Errors are KEEL_EINVAL naming `field`.KEY (e.g.
+ * "active_scenario.household.country"). */
+int household_check(const struct household *h, const json_t *hh, const char *field,
+                    struct keel_error *err);
+
 /* The one-line summary of the scenario's household ("Single earner,
  * £45k, Scotland") into `out`; "" when it has none. */
 void household_summary(const struct household *h, const json_t *scenario, char *out,

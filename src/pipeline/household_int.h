@@ -25,6 +25,7 @@ struct hh_band {
 struct hh_country {
     const char *name;          /* rest_of_uk, scotland (the pack's keys) */
     const char *label;
+    const char *source;        /* the country's own figures' source, or NULL */
     int ma_max_rate;           /* marriage allowance: the recipient's highest band rate */
     struct hh_band bands[HH_MAX_BANDS];
     int n_bands;

@@ -178,6 +178,19 @@ static int marriage(const struct household *h, const struct hh_year *y,
                          allowance, c->ma_max_rate, recipient >= 0 ? lines[recipient].top_rate : 0);
 }
 
+/* The pack's tax years other than `y`, "2025-26" or "2023-24, 2025-26". */
+static void other_years(const struct household *h, const struct hh_year *y, char *out,
+                        size_t cap)
+{
+    size_t len = 0;
+
+    out[0] = '\0';
+    for (int i = 0; i < h->n_years && len < cap; i++)
+        if (&h->years[i] != y)
+            len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? ", " : "",
+                                    h->years[i].name);
+}
+
 int household_tax(const struct household *h, const json_t *scenario, const json_t *args,
                   json_t **result, struct keel_error *err)
 {
@@ -193,7 +206,7 @@ int household_tax(const struct household *h, const json_t *scenario, const json_
     int n = 0, year_defaulted = 0, country_defaulted = 0, rc = KEEL_ENOMEM;
     struct keel_buf b;
     json_t *out = NULL, *list = NULL;
-    char money[40], summary[256];
+    char money[40], summary[256], sources[512], others[128];
 
     if (year_name && !household_year(h, year_name))
         return keel_error_set(err, KEEL_EINVAL, "args.tax_year",
@@ -201,7 +214,7 @@ int household_tax(const struct household *h, const json_t *scenario, const json_
     if (!year_name) {
         year_name = json_string_value(json_object_get(hh, "tax_year"));
         if (!household_year(h, year_name)) {
-            year_defaulted = year_name != NULL;
+            year_defaulted = year_name != NULL ? 1 : 2;   /* 2: no year named at all */
             year_name = h->default_year;
         }
     }
@@ -227,8 +240,12 @@ int household_tax(const struct household *h, const json_t *scenario, const json_
                                                                 "employment_income")),
                              &lines[n++]);
     keel_buf_init(&b, 16u << 10);
+    /* only the sources of the figures used: the UK-wide year's, and the
+     * country's own when it has one (Scotland's rates) */
+    snprintf(sources, sizeof(sources), "%s%s%s", y->source, c->source ? "; " : "",
+             c->source ? c->source : "");
     if (!(out = json_pack("{s:s, s:s, s:s, s:s, s:s}", "tax_year", y->name, "country", c->name,
-                          "country_label", c->label, "source", y->source, "out_of_scope",
+                          "country_label", c->label, "source", sources, "out_of_scope",
                           out_of_scope)) ||
         !(list = json_array()))
         goto out;
@@ -268,11 +285,17 @@ int household_tax(const struct household *h, const json_t *scenario, const json_
         if (country_defaulted &&
             keel_buf_addf(&b, "\nNo country is set, so these are the rates for %s.", c->label))
             goto out;
-        if (year_defaulted &&
+        if (year_defaulted == 1 &&
             keel_buf_addf(&b, "\nI have no figures for %s, so these are for %s.",
                           json_string_value(json_object_get(hh, "tax_year")), y->name))
             goto out;
-        if (keel_buf_addf(&b, "\n%s\nFigures: %s.", out_of_scope, y->source))
+        other_years(h, y, others, sizeof(others));
+        if (year_defaulted == 2 &&
+            keel_buf_addf(&b, "\nNo tax year was named, so these are the %s figures%s%s%s.",
+                          y->name, others[0] ? " (also available: " : "", others,
+                          others[0] ? ")" : ""))
+            goto out;
+        if (keel_buf_addf(&b, "\n%s\nFigures: %s.", out_of_scope, sources))
             goto out;
     }
     if (json_object_set(out, "earners", list) ||

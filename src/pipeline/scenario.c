@@ -157,6 +157,9 @@ int scenario_apply(const struct scenario_conf *conf, const json_t *current, cons
 int scenario_check(const struct scenario_conf *conf, const json_t *scenario, const char *field,
                    struct keel_error *err)
 {
+    char path[KEEL_JSON_PATH_MAX];
+    const char *k;
+    json_t *v;
     int rc;
 
     if (!json_is_object(scenario))
@@ -167,6 +170,17 @@ int scenario_check(const struct scenario_conf *conf, const json_t *scenario, con
                                  : keel_error_set(err, rc, field,
                                                   "is larger than the cap of %zu bytes",
                                                   conf->max_bytes);
+    json_object_foreach((json_t *)scenario, k, v)   /* as a patch's deep keys */
+        if (is_deep(conf, k) && !json_is_object(v) && !json_is_null(v)) {
+            keel_json_path_key(path, sizeof(path), field, k);
+            return keel_error_set(err, KEEL_EINVAL, path, "must be an object or null, not %s",
+                                  keel_json_type_name(v));
+        }
+    v = json_object_get(scenario, "household");
+    if (conf->household && json_is_object(v)) {
+        keel_json_path_key(path, sizeof(path), field, "household");
+        return household_check(conf->household, v, path, err);
+    }
     return KEEL_OK;
 }
 

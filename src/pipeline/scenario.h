@@ -56,8 +56,11 @@ void scenario_conf_release(struct scenario_conf *conf);
 int scenario_apply(const struct scenario_conf *conf, const json_t *current, const json_t *patch,
                    json_t **out, struct keel_error *err);
 
-/* Checks a whole scenario handed in by a client: an object within
- * max_bytes (KEEL_EINVAL / KEEL_ETOOBIG naming `field`). */
+/* Checks a whole scenario handed in by a client as a patch is checked:
+ * an object within max_bytes whose deep keys hold objects (or null), and
+ * with household tables, the household's values (household_check).
+ * Errors are KEEL_EINVAL / KEEL_ETOOBIG naming `field` or the value
+ * ("active_scenario.household.country"). */
 int scenario_check(const struct scenario_conf *conf, const json_t *scenario, const char *field,
                    struct keel_error *err);
 
@@ -103,6 +106,7 @@ struct scenario_turn {
     int64_t version;                    /* the stored version the turn read */
     int may_write;                      /* the turn's role may change it */
     int changed;                        /* current differs from what was read */
+    int facts_ignored;                  /* the message stated facts this role may not apply */
 };
 
 /* Applies `patch` (scenario_apply) to st->current and records it as a

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "core/buf.h"
 #include "pipeline/household.h"
 #include "pipeline/scenario.h"
 #include "pipeline/tools.h"
@@ -61,11 +62,33 @@ int tool_get_scenario(const struct tool_env *env, const json_t *args, json_t **r
 int tool_uk_income_tax(const struct tool_env *env, const json_t *args, json_t **result,
                        struct keel_error *err)
 {
+    int rc;
+
     if (!env->scenario)
         return outside_turn("uk_income_tax", err);
     if (!env->scenario->conf || !env->scenario->conf->household)
         return keel_error_set(err, KEEL_EUNSUPPORTED, "uk_income_tax",
                               "the pack has no household figures (scenario.household)");
-    return household_tax(env->scenario->conf->household, env->scenario->current, args, result,
-                         err);
+    if ((rc = household_tax(env->scenario->conf->household, env->scenario->current, args,
+                            result, err)))
+        return rc;
+    if (env->scenario->facts_ignored) {   /* a viewer's "What if they were married?" */
+        const char *text = json_string_value(json_object_get(*result, "text"));
+        struct keel_buf b;
+
+        keel_buf_init(&b, 32u << 10);
+        if (keel_buf_adds(&b, "Your role cannot change this conversation's scenario, so what "
+                              "your message says about the household was not applied: the "
+                              "answer is for the scenario as it stands.\n") ||
+            keel_buf_adds(&b, text ? text : "") ||
+            json_object_set_new(*result, "text", json_stringn(b.data, b.len)) ||
+            !json_object_get(*result, "text")) {
+            keel_buf_release(&b);
+            json_decref(*result);
+            *result = NULL;
+            return keel_error_set(err, KEEL_ENOMEM, "uk_income_tax", "out of memory");
+        }
+        keel_buf_release(&b);
+    }
+    return KEEL_OK;
 }

@@ -7,7 +7,9 @@
  *             then the request's own copy (client-owns-state: it wins
  *             and is saved)
  *   classify  the household facts the message states, as a patch
- *             through the same merge as update_scenario
+ *             through the same merge as update_scenario (a role that
+ *             may not change the scenario: noted, and the tax answer
+ *             says they were not applied)
  *   (resolve) the model may call update_scenario / get_scenario; the
  *             household path's uk_income_tax reads the scenario
  *   publish   the scenario after the turn and its changes, in the
@@ -16,6 +18,7 @@
  * Every change is recorded as {source, patch|set} in the turn's
  * scenario changes (stored as the turn's delta).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -56,12 +59,19 @@ int scenario_turn_classify(struct turn *t, struct keel_error *err)
     json_t *patch = NULL;
     int rc;
 
-    if (!h || !t->scenario.may_write)
+    if (!h)
         return KEEL_OK;
     if (household_extract(h, t->req->message, t->req->message_len, t->scenario.current, &patch))
         return keel_error_set(err, KEEL_ENOMEM, "classify", "out of memory");
     if (!patch)
         return KEEL_OK;
+    if (!t->scenario.may_write) {   /* not applied, and the answer says so (uk_income_tax) */
+        t->scenario.facts_ignored = 1;
+        rc = turn_emit(t, "info", "classify.scenario_ignored", json_pack("{s:O}", "patch", patch),
+                       "household facts not applied: this role may not change the scenario");
+        json_decref(patch);
+        return rc ? keel_error_set(err, KEEL_ENOMEM, "classify", "out of memory") : KEEL_OK;
+    }
     keel_error_clear(&perr);
     rc = scenario_turn_patch(&t->scenario, "message", patch, &perr);
     if (rc == KEEL_ENOMEM) {
@@ -112,15 +122,60 @@ int scenario_turn_record(struct turn *t, struct store_turn_record *rec, struct k
     return KEEL_OK;
 }
 
+static int key_order(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A deep copy of `v` whose objects hold their keys in sorted order, as
+ * the store keeps them (scenario_dump sorts), so a result replayed from
+ * the store reads byte for byte as the live one. JSON null for NULL;
+ * NULL when out of memory. Not by dumping and parsing again: jansson's
+ * parser mishandles some allocation failures. */
+static json_t *as_stored(const json_t *v)
+{
+    json_t *out, *item;
+    const char **keys;
+    const char *k;
+    size_t i, n = 0;
+
+    if (!v)
+        return json_null();
+    if (json_is_array(v)) {
+        if (!(out = json_array()))
+            return NULL;
+        json_array_foreach(v, i, item)
+            if (json_array_append_new(out, as_stored(item))) {
+                json_decref(out);
+                return NULL;
+            }
+        return out;
+    }
+    if (!json_is_object(v))
+        return json_deep_copy(v);
+    if (!(out = json_object()) ||
+        !(keys = keel_malloc((json_object_size(v) + 1) * sizeof(*keys)))) {
+        json_decref(out);
+        return NULL;
+    }
+    json_object_foreach((json_t *)v, k, item)
+        keys[n++] = k;
+    qsort(keys, n, sizeof(*keys), key_order);
+    for (i = 0; i < n; i++)
+        if (json_object_set_new(out, keys[i], as_stored(json_object_get(v, keys[i])))) {
+            json_decref(out);
+            out = NULL;
+            break;
+        }
+    keel_free(keys);
+    return out;
+}
+
 int scenario_turn_result(const struct turn *t, json_t *result)
 {
     /* each made just before it is set: set_new takes it, also on failure */
-    return json_object_set_new(result, "active_scenario",
-                               t->scenario.current ? json_deep_copy(t->scenario.current)
-                                                   : json_null()) ||
-           json_object_set_new(result, "scenario_changes",
-                               t->scenario.changes ? json_deep_copy(t->scenario.changes)
-                                                   : json_null()) ||
+    return json_object_set_new(result, "active_scenario", as_stored(t->scenario.current)) ||
+           json_object_set_new(result, "scenario_changes", as_stored(t->scenario.changes)) ||
            json_object_set_new(result, "scenario_summary",
                                scenario_summary_json(t->scenario.conf, t->scenario.current));
 }

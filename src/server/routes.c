@@ -339,7 +339,7 @@ void route_request(struct evhttp_request *req, void *arg)
     struct principal who;
 
     http_path(req, path, sizeof(path));
-    if (route_artifacts_shared(srv, req, path, get))
+    if (route_artifacts_shared(srv, req, path, get) || route_scenario_shared(srv, req, path, get))
         return;
     if (tail_id(path, "/v1/shared/", id, sizeof(id)) && get) {
         route_shared(srv, req, id);
@@ -451,6 +451,8 @@ void route_request(struct evhttp_request *req, void *arg)
         route_decision(srv, req, id, &who);
         return;
     }
+    if (!strncmp(path, "/v1/shared/", 11))
+        snprintf(path, sizeof(path), "/v1/shared/\u2026");   /* never echo a share token */
     if (known_path(path)) {
         http_error(req, 405, "method_not_allowed", NULL, "%s does not take this method", path);
         return;

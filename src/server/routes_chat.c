@@ -386,7 +386,7 @@ static json_t *summary_from_store(struct server *srv, const json_t *turn)
     /* The stored turn in the shape of a pipeline result, summarised by
      * the one function that summarises live results. */
     result = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:s?, s:o, s:O?, s:O*,"
-                       " s:O?, s:o?}",
+                       " s:O?, s:o?, s:O?}",
                        "correlation_id", json_object_get(turn, "correlation_id"),
                        "conversation_id", json_object_get(turn, "conversation_id"), "turn",
                        json_object_get(turn, "turn"), "answer",
@@ -401,7 +401,8 @@ static json_t *summary_from_store(struct server *srv, const json_t *turn)
                        json_object_get(turn, "active_scenario"), "scenario_summary",
                        server_scenario_summary(
                            srv, json_string_value(json_object_get(turn, "conversation_id")),
-                           json_object_get(turn, "active_scenario")));
+                           json_object_get(turn, "active_scenario")),
+                       "scenario_changes", json_object_get(turn, "scenario_delta"));
     if (result && artifact)
         json_object_set(result, "artifact", (json_t *)artifact);
     summary = result ? server_result_summary(result) : NULL;

@@ -11,8 +11,9 @@
  * store transaction that replaces the scenario only if its version is
  * still the one read (a turn that wrote in between makes the change read
  * again, up to three times, then 409). Owner and editor keys may change it; viewers get
- * 403, other users 404 (as if it did not exist); share links are read
- * only and have no route here. The loop thread needs each served pack's
+ * 403, other users 404 (as if it did not exist).
+ *
+ *   GET    /v1/shared/{token}/scenario       the same, read only, for a share link The loop thread needs each served pack's
  * scenario rules (deep keys, cap, summary), loaded at start.
  */
 #include <event2/buffer.h>
@@ -21,6 +22,7 @@
 
 #include "core/alloc.h"
 #include "core/json.h"
+#include "server/auth.h"
 #include "server/server_int.h"
 
 int server_scenarios_load(struct server *srv, struct keel_error *err)
@@ -122,8 +124,8 @@ static json_t *patch_body(struct evhttp_request *req)
         return NULL;
     }
     keel_error_clear(&err);
-    rc = keel_json_parse(len ? (const char *)evbuffer_pullup(in, (ev_ssize_t)len) : "", len,
-                         SERVER_BODY_MAX, "patch", &patch, &err);
+    rc = keel_json_parse_any(len ? (const char *)evbuffer_pullup(in, (ev_ssize_t)len) : "", len,
+                             SERVER_BODY_MAX, "patch", &patch, &err);
     if (rc) {
         http_error(req, rc == KEEL_ENOMEM ? 503 : 400, rc == KEEL_ENOMEM ? "no_memory" : "bad_json",
                    "patch", "%s", err.message);
@@ -172,4 +174,44 @@ void route_scenario(struct server *srv, struct evhttp_request *req, const char *
     store_conversation_release(&conv);
     json_decref(now);
     json_decref(patch);
+}
+
+int route_scenario_shared(struct server *srv, struct evhttp_request *req, const char *path,
+                          int get)
+{
+    char token[AUTH_TOKEN_MAX], hash[AUTH_HASH_MAX], *id = NULL;
+    const char *rest;
+    struct store_conversation conv;
+    struct keel_error err;
+    size_t n;
+
+    if (strncmp(path, "/v1/shared/", 11) || !(rest = strchr(path + 11, '/')) ||
+        strcmp(rest, "/scenario"))
+        return 0;
+    if (!get) {
+        http_error(req, 405, "method_not_allowed", NULL,
+                   "a share link's scenario is read only: use GET");
+        return 1;
+    }
+    n = (size_t)(rest - (path + 11));
+    keel_error_clear(&err);
+    if (n == 0 || n >= sizeof(token)) {
+        http_error(req, 404, "not_found", "token", "no such share link");
+        return 1;
+    }
+    memcpy(token, path + 11, n);
+    token[n] = '\0';
+    auth_token_hash(token, hash);
+    if (store_share_find(srv->store, hash, &id, &err)) {
+        http_error(req, 404, "not_found", "token", "no such share link");
+        return 1;
+    }
+    if (store_load_conversation(srv->store, id, &conv, &err)) {
+        http_error(req, 404, "not_found", "token", "no such share link");
+    } else {
+        reply(srv, req, &conv);
+        store_conversation_release(&conv);
+    }
+    keel_free(id);
+    return 1;
 }

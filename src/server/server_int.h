@@ -283,6 +283,13 @@ json_t *server_scenario_summary(struct server *srv, const char *conversation_id,
 void route_scenario(struct server *srv, struct evhttp_request *req, const char *id,
                     const struct principal *who);
 
+/* GET /v1/shared/{token}/scenario: the shared conversation's scenario,
+ * read only (any other method 405; an unknown link 404; the token never
+ * appears in an answer). Returns 1 when `path` is that route (an answer
+ * was sent), else 0. */
+int route_scenario_shared(struct server *srv, struct evhttp_request *req, const char *path,
+                          int get);
+
 /* ---- workers.c --------------------------------------------------------- */
 
 int workers_start(struct server *srv, struct keel_error *err);

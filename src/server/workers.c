@@ -127,7 +127,7 @@ json_t *server_result_summary(const json_t *result)
                            : json_null();
 
     return json_pack("{s:O, s:O, s:O, s:O, s:O, s:{s:O, s:O, s:O, s:O}, s:O, s:O, s:O?, s:O,"
-                     " s:O, s:O*, s:O?, s:O?, s:o}",
+                     " s:O, s:O*, s:O?, s:O?, s:O?, s:o}",
                      "correlation_id", json_object_get(result, "correlation_id"),
                      "conversation_id", json_object_get(result, "conversation_id"), "turn",
                      json_object_get(result, "turn"), "answer", json_object_get(result, "answer"),
@@ -143,7 +143,8 @@ json_t *server_result_summary(const json_t *result)
                      json_object_get(result, "state"), "providers",
                      json_object_get(result, "providers"), "active_scenario",
                      json_object_get(result, "active_scenario"), "scenario_summary",
-                     json_object_get(result, "scenario_summary"), "artifact", artifact);
+                     json_object_get(result, "scenario_summary"), "scenario_changes",
+                     json_object_get(result, "scenario_changes"), "artifact", artifact);
 }
 
 static void run_job(struct worker *w, struct job *job)

@@ -43,6 +43,7 @@ test_scenario_round_trips_over_http_with_roles() {
     expect_json '.active_scenario' '{"household":{"country":"scotland","earners":[{"employment_income":45000}]}}'
     expect_json '.scenario_summary' '"Single earner, £45k, Scotland"'
     expect_json '.answer | contains("marginal rate 42% (higher rate)")' 'true'
+    expect_json '.scenario_changes' '[{"patch":{"household":{"country":"scotland","earners":[{"employment_income":45000}]}},"source":"message"}]'
 
     # Turn 2 over a stream: the done event carries the changed scenario.
     auth_post "$editor" /v1/chat "{\"message\": \"What if they were married?\", \"conversation_id\": \"$conv\"}"
@@ -53,6 +54,7 @@ test_scenario_round_trips_over_http_with_roles() {
     expect_json '.active_scenario.household.marital_status' '"married"'
     expect_json '.active_scenario.household.earners' '[{"employment_income":45000}]'
     expect_json '.scenario_summary' '"Married, single earner, £45k, Scotland"'
+    expect_json '.scenario_changes' '[{"patch":{"household":{"marital_status":"married"}},"source":"message"}]'
     live_done=$OUT
 
     # Saved with the conversation, the turn's delta on the turn.
@@ -80,6 +82,12 @@ test_scenario_round_trips_over_http_with_roles() {
     expect_code 400
     expect_json '.error.field' '"patch"'
     expect_json '.error.message' '"must be a JSON object, not array"'
+    for body in '"married"' 42 null; do   # any JSON value parses; the merge refuses it
+        auth_call PATCH "$editor" "/v1/conversations/$conv/scenario" "$body"
+        expect_code 400
+        expect_json '.error.field' '"patch"'
+        expect_json '.error.message | startswith("must be a JSON object, not ")' 'true'
+    done
     auth_call PATCH "$editor" "/v1/conversations/$conv/scenario" '{"household": "married"}'
     expect_code 400
     expect_json '.error.field' '"patch.household"'
@@ -119,7 +127,18 @@ test_scenario_round_trips_over_http_with_roles() {
     expect_code 200
     expect_json '.active_scenario.household.children' '1'
     expect_json '.scenario_summary' '"Married, single earner, £45k, 1 child, Scotland"'
+    get "/v1/shared/$token/scenario"
+    expect_code 200
+    expect_json '.active_scenario.household.children' '1'
+    expect_json '.scenario_summary' '"Married, single earner, £45k, 1 child, Scotland"'
+    expect_json '.conversation_id' "\"$conv\""
+    get "/v1/shared/shr_nosuchlink/scenario"
+    expect_code 404
     for m in PATCH DELETE POST PUT; do
+        body=$(curl -s -X "$m" -H "$J" "$URL/v1/shared/$token/scenario" -d '{"reform": {}}')
+        case $body in *"$token"*) fail "$m on a share link's scenario echoed the token: $body" ;; esac
+        body=$(curl -s -X "$m" -H "$J" "$URL/v1/shared/$token" -d '{"reform": {}}')
+        case $body in *"$token"*) fail "$m on a share link echoed the token: $body" ;; esac
         code=$(curl -s -o /dev/null -w '%{http_code}' -X "$m" -H "$J" "$URL/v1/shared/$token" -d '{"reform": {}}')
         [ "$code" != 200 ] && [ "$code" != 201 ] || fail "$m on a share link answered $code"
         code=$(curl -s -o /dev/null -w '%{http_code}' -X "$m" -H "$J" "$URL/v1/shared/$token/scenario" -d '{"reform": {}}')
@@ -138,6 +157,18 @@ test_scenario_round_trips_over_http_with_roles() {
         "{\"message\": \"What is the tax?\", \"conversation_id\": \"$conv\", \"active_scenario\": [1]}"
     expect_code 400
     expect_json '.error.field' '"active_scenario"'
+    auth_post "$editor" '/v1/chat?wait=1' \
+        "{\"message\": \"What is the tax?\", \"conversation_id\": \"$conv\", \"active_scenario\": {\"household\": [1]}}"
+    expect_code 400
+    expect_json '.error.field' '"active_scenario.household"'
+    auth_post "$editor" '/v1/chat?wait=1' \
+        "{\"message\": \"What is the tax?\", \"conversation_id\": \"$conv\", \"active_scenario\": {\"household\": {\"earners\": [{\"employment_income\": 1}], \"country\": \"mars\", \"tax_year\": \"1999-00\"}}}"
+    expect_code 400
+    expect_json '.error.field' '"active_scenario.household.country"'
+    auth_post "$editor" '/v1/chat?wait=1' \
+        "{\"message\": \"What is the tax?\", \"conversation_id\": \"$conv\", \"active_scenario\": {\"household\": {\"earners\": \"lots\"}}}"
+    expect_code 400
+    expect_json '.error.field' '"active_scenario.household.earners"'
     auth_get "$editor" "/v1/conversations/$conv"
     expect_json '.active_scenario.note' '"client"'
 
@@ -158,6 +189,7 @@ test_scenario_round_trips_over_http_with_roles() {
         fail "the replayed done differs: $(done_of "$TMP/sc2.sse") vs $live_done"
     auth_get "$editor" "/v1/responses/$cid"
     expect_json '.result.scenario_summary' '"Married, single earner, £45k, Scotland"'
+    expect_json '.result.scenario_changes[0].patch' '{"household":{"marital_status":"married"}}'
     serve_stop
 }
 

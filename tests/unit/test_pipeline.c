@@ -807,6 +807,9 @@ static void redacts(const char *in, const char *expected)
                   in, out, expected);
 }
 
+#define GBP "\xc2\xa3"
+#define EUR "\xe2\x82\xac"
+
 START_TEST(test_extract_redact)
 {
     redacts("born 01/02/1980, seen 1980-01-02", "born [redacted], seen [redacted]");
@@ -827,6 +830,17 @@ START_TEST(test_extract_redact)
     redacts("papers from 2018-2020", "papers from 2018-2020");
     redacts("papers since 2019.", "papers since 2019.");
     redacts("from 2015 to 2019.", "from 2015 to 2019.");
+    /* Money is not an identifier: the £ sign is two bytes, so "£110k"
+     * once read as a six-byte code of letters and digits. */
+    redacts("marginal rate at " GBP "110k in Scotland", "marginal rate at " GBP "110k in Scotland");
+    redacts("tax at " GBP "200k? and " GBP "999K, " GBP "1.5m, " GBP "2bn",
+            "tax at " GBP "200k? and " GBP "999K, " GBP "1.5m, " GBP "2bn");
+    redacts("at " GBP "1,250,000 or $125,000.50 or " EUR "110k or 1,250,000",
+            "at " GBP "1,250,000 or $125,000.50 or " EUR "110k or 1,250,000");
+    /* ... while ids that merely start with a sign or digits still go. */
+    redacts("member " GBP "AB1234 id 12,34567 and 1234567",
+            "member [redacted] id [redacted] and [redacted]");
+    redacts("MRN 110kAB12", "MRN [redacted]");
     /* Lower-case words after a lead are not names. */
     redacts("the patient needs help", "the patient needs help");
     redacts("how do I file an appeal", "how do I file an appeal");

@@ -145,6 +145,70 @@ START_TEST(test_patch_merge_rules)
 }
 END_TEST
 
+/* Checks a client's whole copy: "OK" or "ERR field: message". */
+static void copy_case(const struct scenario_conf *conf, const char *copy, const char *expected)
+{
+    json_t *c = parse(copy);
+    struct keel_error err;
+    char got[KEEL_ERROR_FIELD_MAX + KEEL_ERROR_MESSAGE_MAX + 8];
+
+    keel_error_clear(&err);
+    if (scenario_check(conf, c, "active_scenario", &err))
+        snprintf(got, sizeof(got), "ERR %s: %s", err.field, err.message);
+    else
+        snprintf(got, sizeof(got), "OK");
+    ck_assert_msg(!strcmp(got, expected), "%s: got %s, expected %s", copy, got, expected);
+    json_decref(c);
+}
+
+START_TEST(test_client_copy_is_checked_like_a_patch)
+{
+    struct fixture f;
+    struct scenario_conf plain = {.deep_keys = {"household"}, .n_deep = 1, .max_bytes = 8192};
+
+    fixture_open(&f);
+    copy_case(&f.conf,
+              "{\"household\": {\"earners\": [{\"employment_income\": 45000}], \"country\": "
+              "\"scotland\", \"tax_year\": \"2025-26\", \"marital_status\": \"married\", "
+              "\"children\": 2}, \"note\": \"anything\"}",
+              "OK");
+    copy_case(&f.conf, "{\"household\": {\"country\": null}, \"reform\": [1]}", "OK");
+    copy_case(&f.conf, "[1]", "ERR active_scenario: must be a JSON object, not array");
+    /* a deep key holds an object, as in a patch */
+    copy_case(&f.conf, "{\"household\": [1]}",
+              "ERR active_scenario.household: must be an object or null, not array");
+    copy_case(&plain, "{\"household\": \"married\"}",
+              "ERR active_scenario.household: must be an object or null, not string");
+    /* the pack's values */
+    copy_case(&f.conf, "{\"household\": {\"country\": \"mars\"}}",
+              "ERR active_scenario.household.country: must be a country (scotland or "
+              "rest_of_uk), not \"mars\"");
+    copy_case(&f.conf, "{\"household\": {\"tax_year\": \"1999-00\"}}",
+              "ERR active_scenario.household.tax_year: must be a tax year with figures "
+              "(2024-25 or 2025-26), not \"1999-00\"");
+    copy_case(&f.conf, "{\"household\": {\"marital_status\": 1}}",
+              "ERR active_scenario.household.marital_status: must be a marital status "
+              "(married or single), not integer");
+    copy_case(&f.conf, "{\"household\": {\"earners\": \"lots\"}}",
+              "ERR active_scenario.household.earners: must be a list of at most 8 earners "
+              "[{\"employment_income\": pounds}], not string");
+    copy_case(&f.conf, "{\"household\": {\"earners\": [{\"employment_income\": 1}, 2]}}",
+              "ERR active_scenario.household.earners[1]: must be an object "
+              "{\"employment_income\": pounds}, not integer");
+    copy_case(&f.conf, "{\"household\": {\"earners\": [{\"employment_income\": \"45k\"}]}}",
+              "ERR active_scenario.household.earners[0].employment_income: must be whole "
+              "pounds from 0 to 100000000, not string");
+    copy_case(&f.conf, "{\"household\": {\"earners\": [{}]}}",
+              "ERR active_scenario.household.earners[0].employment_income: must be whole "
+              "pounds from 0 to 100000000, not missing");
+    copy_case(&f.conf, "{\"household\": {\"children\": -1}}",
+              "ERR active_scenario.household.children: must be a count from 0 to 20, not integer");
+    /* a pack without household tables checks only the shape */
+    copy_case(&plain, "{\"household\": {\"country\": \"mars\"}}", "OK");
+    fixture_close(&f);
+}
+END_TEST
+
 START_TEST(test_patch_cap)
 {
     struct scenario_conf conf = {.n_deep = 0, .max_bytes = 64};
@@ -599,6 +663,7 @@ Suite *suite_scenario(void)
     unit_leak_fixture(patch);
     tcase_add_test(patch, test_patch_merge_rules);
     tcase_add_test(patch, test_patch_cap);
+    tcase_add_test(patch, test_client_copy_is_checked_like_a_patch);
     tcase_add_test(patch, test_patch_allocation_failures_change_nothing);
     suite_add_tcase(s, patch);
     unit_leak_fixture(household);
