@@ -511,10 +511,10 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
     if (store_open(path, &store, &err))
         goto fail;
     {
-        struct pipeline_options scholar = {packs, "scholar", store, NULL, NULL, {"none", NULL, NULL},
-                                              "none"};
-        struct pipeline_options payer = {packs, "payer", store, NULL, NULL, {"none", NULL, NULL},
-                                            "none"};
+        struct pipeline_options scholar = {.packs_dir = packs, .pack = "scholar", .store = store,
+                                           .llm = {"none", NULL, NULL}, .websearch_url = "none"};
+        struct pipeline_options payer = {.packs_dir = packs, .pack = "payer", .store = store,
+                                         .llm = {"none", NULL, NULL}, .websearch_url = "none"};
         if (pipeline_new(&scholar, &r.pl[SCHOLAR], &err) ||
             pipeline_new(&payer, &r.pl[PAYER], &err))
             goto fail;

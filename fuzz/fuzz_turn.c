@@ -53,8 +53,8 @@ static void fuzz_state(const char *text, size_t n)
 
 static void fuzz_conversation(const char *text, size_t n)
 {
-    struct pipeline_options options = {fuzz_packs_dir(), "payer", NULL, NULL, NULL,
-                                       {"none", NULL, NULL}, "none"};
+    struct pipeline_options options = {.packs_dir = fuzz_packs_dir(), .pack = "payer",
+                                       .llm = {"none", NULL, NULL}, .websearch_url = "none"};
     struct pipeline *pl = NULL;
     struct store *store = NULL;
     struct keel_error err;

@@ -315,7 +315,8 @@ static int chat_open(struct chat *chat, const char *db, const char *pack, const 
                      const char *artifacts_dir, struct keel_error *err)
 {
     char dir[4096];
-    struct pipeline_options options = {NULL, pack, NULL, NULL, providers, *llm, websearch_url};
+    struct pipeline_options options = {.pack = pack, .providers = providers, .llm = *llm,
+                                       .websearch_url = websearch_url};
 
     if (!artifacts_dir)   /* beside the store: keel.db → keel.artifacts/ */
         artifact_export_default_dir(cli_db_location(db), dir, sizeof(dir));

@@ -366,8 +366,8 @@ static int open_pipeline(struct replay *replay, struct case_setup *setup, struct
                          struct keel_error *err)
 {
     /* No model and no web search: a replay answers the same anywhere. */
-    struct pipeline_options options = {replay->packs_dir, setup->pack_name, NULL, NULL, NULL,
-                                       {"none", NULL, NULL}, "none"};
+    struct pipeline_options options = {.packs_dir = replay->packs_dir, .pack = setup->pack_name,
+                                       .llm = {"none", NULL, NULL}, .websearch_url = "none"};
     long ingested = 0;
     int rc;
 

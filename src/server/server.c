@@ -136,8 +136,9 @@ static int parse_packs(struct server *srv, const char *list, struct keel_error *
 static int ingest_samples(struct server *srv, struct keel_error *err)
 {
     for (int i = 0; i < srv->n_packs; i++) {
-        struct pipeline_options o = {srv->opt.packs_dir, srv->packs[i], srv->store, NULL, "none",
-                                     {"none", NULL, NULL}, "none"};
+        struct pipeline_options o = {.packs_dir = srv->opt.packs_dir, .pack = srv->packs[i],
+                                     .store = srv->store, .providers = "none",
+                                     .llm = {"none", NULL, NULL}, .websearch_url = "none"};
         struct pipeline *pl = NULL;
         long n = 0;
         int rc = pipeline_new(&o, &pl, err);

@@ -246,9 +246,10 @@ int workers_start(struct server *srv, struct keel_error *err)
         if ((rc = store_open(srv->opt.db, &w->store, err)))
             return rc;
         for (int p = 0; p < srv->n_packs; p++) {
-            struct pipeline_options o = {srv->opt.packs_dir, srv->packs[p], w->store, NULL,
-                                         srv->opt.providers, srv->opt.llm,
-                                         srv->opt.websearch_url};
+            struct pipeline_options o = {.packs_dir = srv->opt.packs_dir, .pack = srv->packs[p],
+                                         .store = w->store, .providers = srv->opt.providers,
+                                         .llm = srv->opt.llm,
+                                         .websearch_url = srv->opt.websearch_url};
             if ((rc = pipeline_new(&o, &w->pl[p], err)) ||
                 (rc = pipeline_set_artifacts_dir(w->pl[p], srv->opt.artifacts_dir, err)))
                 return rc;

@@ -376,7 +376,9 @@ END_TEST
 static struct pipeline *scholar(struct store *store)
 {
     char packs[600];
-    struct pipeline_options o = {packs, "scholar", store, NULL, "none", {"none", NULL, NULL}, "none"};
+    struct pipeline_options o = {.packs_dir = packs, .pack = "scholar", .store = store,
+                                 .providers = "none", .llm = {"none", NULL, NULL},
+                                 .websearch_url = "none"};
     struct pipeline *pl = NULL;
     struct keel_error err;
     long ingested;

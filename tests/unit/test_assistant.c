@@ -421,8 +421,8 @@ END_TEST
 static struct pipeline *open_pipeline(struct store *store)
 {
     char dir[1024];
-    struct pipeline_options options = {dir, "assistant", store, NULL, NULL, {"none", NULL, NULL},
-                                       "none"};
+    struct pipeline_options options = {.packs_dir = dir, .pack = "assistant", .store = store,
+                                       .llm = {"none", NULL, NULL}, .websearch_url = "none"};
     struct pipeline *pl = NULL;
     struct keel_error err;
 

@@ -675,7 +675,9 @@ static int pipeline_with(const char *dir, const char *value, struct keel_error *
     ck_assert_int_eq(system(cmd), 0);
     ck_assert_int_eq(store_mem_open(&store, err), KEEL_OK);
     {
-        struct pipeline_options options = {dir, "scholar", store, NULL, "none", {NULL, NULL, NULL}, "none"};
+        struct pipeline_options options = {.packs_dir = dir, .pack = "scholar", .store = store,
+                                           .providers = "none", .llm = {NULL, NULL, NULL},
+                                           .websearch_url = "none"};
         rc = pipeline_new(&options, &pl, err);
     }
     pipeline_free(pl);

@@ -957,8 +957,8 @@ struct chat {
 
 static void chat_open_on(struct chat *c, struct store *store, const char *pack)
 {
-    struct pipeline_options options = {packs_dir(), pack, store, NULL, NULL, {"none", NULL, NULL},
-                                       "none"};
+    struct pipeline_options options = {.packs_dir = packs_dir(), .pack = pack, .store = store,
+                                       .llm = {"none", NULL, NULL}, .websearch_url = "none"};
     struct keel_error err;
     long ingested = -1;
 

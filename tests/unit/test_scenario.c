@@ -593,8 +593,9 @@ END_TEST
 
 START_TEST(test_turn_faults_store_the_scenario_whole_or_not)
 {
-    struct pipeline_options options = {packs_dir(), "household", NULL, NULL, "none",
-                                       {"none", NULL, NULL}, "none"};
+    struct pipeline_options options = {.packs_dir = packs_dir(), .pack = "household",
+                                       .providers = "none", .llm = {"none", NULL, NULL},
+                                       .websearch_url = "none"};
     static const char *const before =
         "{\"household\":{\"country\":\"scotland\",\"earners\":[{\"employment_income\":45000}]}}";
     static const char *const after =

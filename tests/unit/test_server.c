@@ -223,7 +223,8 @@ END_TEST
 static struct pipeline *open_pack(const char *pack, struct store **store)
 {
     char dir[4200];
-    struct pipeline_options o = {dir, pack, NULL, NULL, NULL, {"none", NULL, NULL}, "none"};
+    struct pipeline_options o = {.packs_dir = dir, .pack = pack, .llm = {"none", NULL, NULL},
+                                 .websearch_url = "none"};
     struct pipeline *pl = NULL;
     struct keel_error err;
 
