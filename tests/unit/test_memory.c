@@ -1170,6 +1170,26 @@ static void expect_remove(char *out, size_t n, const char *id)
     snprintf(out + len, n - len, "remove %s;", id);
 }
 
+/* Asserts the callback saw exactly `ops`, in order: space-separated
+ * "+ID" for the put of run_make() run ID (expect_put), "-ID" for its
+ * removal (expect_remove); "" for nothing. */
+static void assert_sync_log(const struct recorder *r, const char *ops)
+{
+    char expect[1024], id[96];
+    const char *at = ops;
+    int used;
+
+    expect[0] = '\0';
+    while (sscanf(at, " %95s%n", id, &used) == 1) {
+        if (id[0] == '+')
+            expect_put(expect, sizeof(expect), id + 1);
+        else
+            expect_remove(expect, sizeof(expect), id + 1);
+        at += used;
+    }
+    ck_assert_str_eq(r->log, expect);
+}
+
 /* Syncs from *seq and returns what the callback saw (in `r`). */
 static void sync_ok(struct store *store, int64_t *seq, struct recorder *r)
 {
@@ -1256,9 +1276,7 @@ START_TEST(test_store_not)
     seq = 0;
     sync_ok(store, &seq, &r);
     ck_assert_int_eq(seq, 3);
-    expect[0] = '\0';
-    expect_put(expect, sizeof(expect), "run_a");
-    ck_assert_str_eq(r.log, expect);
+    assert_sync_log(&r, "+run_a");
     store_close(store);
 }
 END_TEST
@@ -1310,12 +1328,7 @@ START_TEST(test_store_inactive_target_changes_nothing)
     ck_assert_uint_eq(decision_count(store), 3);
     sync_ok(store, &seq, &r);
     ck_assert_int_eq(seq, 3);
-    expect[0] = '\0';
-    expect_put(expect, sizeof(expect), "run_a");
-    expect_put(expect, sizeof(expect), "run_b");
-    expect_remove(expect, sizeof(expect), "run_a");
-    expect_put(expect, sizeof(expect), "run_c");
-    ck_assert_str_eq(r.log, expect);
+    assert_sync_log(&r, "+run_a +run_b -run_a +run_c");
     store_close(store);
 }
 END_TEST
@@ -1378,11 +1391,7 @@ START_TEST(test_store_merge)
 
     sync_ok(store, &seq, &r);
     ck_assert_int_eq(seq, 3);
-    expect[0] = '\0';
-    expect_put(expect, sizeof(expect), "run_a");
-    expect_put(expect, sizeof(expect), "run_b");
-    expect_put(expect, sizeof(expect), "run_c");
-    ck_assert_str_eq(r.log, expect);
+    assert_sync_log(&r, "+run_a +run_b +run_c");
     store_close(store);
 }
 END_TEST
@@ -1415,7 +1424,6 @@ START_TEST(test_store_sync)
     struct store *store = unit_store_fresh();
     struct run_in a, b, x, c, d, e, y;
     struct recorder r;
-    char expect[1024];
     int64_t seq = 0;
 
     sync_ok(store, &seq, &r);
@@ -1431,13 +1439,7 @@ START_TEST(test_store_sync)
 
     sync_ok(store, &seq, &r);
     ck_assert_int_eq(seq, 5);
-    expect[0] = '\0';
-    expect_put(expect, sizeof(expect), "run_a");
-    expect_put(expect, sizeof(expect), "run_b");
-    expect_put(expect, sizeof(expect), "run_c");
-    expect_remove(expect, sizeof(expect), "run_a");
-    expect_put(expect, sizeof(expect), "run_d");
-    ck_assert_str_eq(r.log, expect);
+    assert_sync_log(&r, "+run_a +run_b +run_c -run_a +run_d");
 
     sync_ok(store, &seq, &r);   /* nothing new */
     ck_assert_int_eq(seq, 5);
@@ -1446,9 +1448,7 @@ START_TEST(test_store_sync)
     apply_ok(store, "ADD", run_make(&e, "run_e", "partial", NULL), NULL, NULL, 0);
     sync_ok(store, &seq, &r);
     ck_assert_int_eq(seq, 6);
-    expect[0] = '\0';
-    expect_put(expect, sizeof(expect), "run_e");
-    ck_assert_str_eq(r.log, expect);
+    assert_sync_log(&r, "+run_e");
 
     apply_ok(store, "NOT", run_make(&y, "run_y", "success", NULL), "run_e", NULL, 0);
     sync_ok(store, &seq, &r);   /* a NOT moves seq and calls nothing */
@@ -1458,12 +1458,7 @@ START_TEST(test_store_sync)
     seq = 3;                    /* from the middle */
     sync_ok(store, &seq, &r);
     ck_assert_int_eq(seq, 7);
-    expect[0] = '\0';
-    expect_put(expect, sizeof(expect), "run_c");
-    expect_remove(expect, sizeof(expect), "run_a");
-    expect_put(expect, sizeof(expect), "run_d");
-    expect_put(expect, sizeof(expect), "run_e");
-    ck_assert_str_eq(r.log, expect);
+    assert_sync_log(&r, "+run_c -run_a +run_d +run_e");
     store_close(store);
 }
 END_TEST
