@@ -190,9 +190,23 @@ struct job *chat_job(struct server *srv, struct evhttp_request *req, const struc
 int chat_enqueue(struct server *srv, struct evhttp_request *req, const struct principal *who,
                  struct job *job, char cid[KEEL_ID_MAX], char *conv, size_t conv_n);
 
+/* The summary of a stored turn in the shape of a live `done`, or NULL
+ * (out of memory); new reference. */
+json_t *chat_summary_from_store(struct server *srv, const json_t *turn);
+
+/* The HTTP status of a failed turn's error object (its keel code). */
+int chat_error_status(const json_t *error);
+
+/* Returns 1 when `who` may read turn `cid`; else sends 404 (or the
+ * store's error) and returns 0. */
+int chat_may_read_turn(struct server *srv, struct evhttp_request *req, const char *cid,
+                       const struct principal *who);
+
 /* Holds `req` until turn `cid` ends, then answers it in `format`. */
 void chat_wait(struct server *srv, struct evhttp_request *req, const char *cid,
                enum reply_format format, const char *model);
+
+/* streams.c: the SSE streams and ?wait=1 waiters of turns. */
 
 /* Opens an SSE stream of turn `cid` after event `after` in `format` for
  * key `key_id` ("" with --auth none; at most SERVER_STREAMS_PER_KEY open). */
@@ -257,6 +271,9 @@ void server_pending_add(const char *id, const char *pack, const char *owner, int
 
 /* Forgets a named or pending conversation (it was deleted). */
 void server_pending_forget(const char *id);
+
+/* Forgets every named or pending conversation (shutdown). */
+void server_pending_release(void);
 
 /* ---- routes_scenario.c (seed 004) --------------------------------------- */
 

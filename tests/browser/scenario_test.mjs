@@ -12,7 +12,6 @@ const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--no-sandbox', '--headless=new'],
 });
-const pill = () => document.getElementById('pill');
 try {
   const page = await browser.newPage();
   const errors = [];

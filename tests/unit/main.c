@@ -10,6 +10,7 @@
 
 #include "core/alloc.h"
 #include "core/json.h"
+#include "store/store.h"
 #include "unit.h"
 
 static long live_at_start;
@@ -56,6 +57,59 @@ void unit_temp_dir_remove(const char *dir)
     }
     closedir(d);
     rmdir(dir);
+}
+
+/* The backend the store tests of this TCase run on, set by the TCase's
+ * unchecked fixture in the parent and inherited by every forked test. */
+static int backend_sqlite;
+static const char *backend_tag = "store";
+static char backend_dir[64];
+static char backend_path[UNIT_STORE_PATH_MAX];
+static int backend_opened;   /* stores opened by this test: fresh file names */
+
+void unit_backend_mem(void)
+{
+    backend_sqlite = 0;
+}
+
+void unit_backend_sqlite(const char *tag, int prefer_shm)
+{
+    backend_sqlite = 1;
+    backend_tag = tag;
+    unit_temp_dir(backend_dir, sizeof(backend_dir), tag, prefer_shm);
+}
+
+void unit_backend_sqlite_remove(void)
+{
+    unit_temp_dir_remove(backend_dir);
+}
+
+int unit_backend_is_sqlite(void)
+{
+    return backend_sqlite;
+}
+
+const char *unit_store_path(void)
+{
+    return backend_path;
+}
+
+struct store *unit_store_fresh(void)
+{
+    struct store *store = NULL;
+    struct keel_error err;
+    const char *location = "mem:";
+
+    if (backend_sqlite) {
+        snprintf(backend_path, sizeof(backend_path), "%s/%s-%ld-%d.db", backend_dir, backend_tag,
+                 (long)getpid(), backend_opened++);
+        location = backend_path;
+    }
+    keel_error_clear(&err);
+    ck_assert_msg(store_open(location, &store, &err) == KEEL_OK, "open %s: %s %s", location,
+                  err.field, err.message);
+    ck_assert_ptr_nonnull(store);
+    return store;
 }
 
 const char *unit_root(void)

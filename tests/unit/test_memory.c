@@ -13,7 +13,7 @@
  * to a brute-force reference on random data, and allocation failures
  * that leave the index usable and leak nothing.
  * TCases "memory_store_mem" and "memory_store_sqlite" run the same
- * functions against store_mem_open and a SQLite file (an unchecked
+ * functions against "mem:" and a SQLite file (an unchecked
  * fixture makes and removes its folder): ADD, NOT, REPLACE, MERGE;
  * inactive or self targets and duplicate ids that change nothing; sync
  * from 0, incrementally, and after a callback failed; get; decisions
@@ -903,60 +903,23 @@ END_TEST
 
 /* ---- the store's memory functions, on either backend ----------------------- */
 
-enum backend { BACKEND_MEM, BACKEND_SQLITE };
-
-static enum backend backend;
-static char temp_dir[64];
-static char db_path[192];
-static int opened;
-
-static void backend_mem(void)
-{
-    backend = BACKEND_MEM;
-}
-
 static void backend_sqlite(void)
 {
-    backend = BACKEND_SQLITE;
-    unit_temp_dir(temp_dir, sizeof(temp_dir), "memory", 1);
+    unit_backend_sqlite("memory", 1);
 }
 
-static void backend_sqlite_remove(void)
-{
-    unit_temp_dir_remove(temp_dir);
-}
-
-/* A fresh, empty store of the TCase's backend. */
-static struct store *store_fresh(void)
-{
-    struct store *store = NULL;
-    struct keel_error err;
-    int rc;
-
-    keel_error_clear(&err);
-    if (backend == BACKEND_SQLITE) {
-        snprintf(db_path, sizeof(db_path), "%s/memory-%ld-%d.db", temp_dir, (long)getpid(),
-                 opened++);
-        rc = store_open(db_path, &store, &err);
-    } else {
-        rc = store_mem_open(&store, &err);
-    }
-    ck_assert_msg(rc == KEEL_OK, "open: %s: %s", err.field, err.message);
-    ck_assert_ptr_nonnull(store);
-    return store;
-}
-
-/* Another connection to the store store_fresh() opened last (SQLite), or
+/* Another connection to the store unit_store_fresh() opened last (SQLite), or
  * that store itself (in memory). Close with store_again_close(). */
 static struct store *store_again(struct store *first)
 {
     struct store *store = NULL;
     struct keel_error err;
 
-    if (backend == BACKEND_MEM)
+    if (!unit_backend_is_sqlite())
         return first;
     keel_error_clear(&err);
-    ck_assert_msg(store_open(db_path, &store, &err) == KEEL_OK, "reopen: %s", err.message);
+    ck_assert_msg(store_open(unit_store_path(), &store, &err) == KEEL_OK, "reopen: %s",
+                  err.message);
     return store;
 }
 
@@ -1207,6 +1170,26 @@ static void expect_remove(char *out, size_t n, const char *id)
     snprintf(out + len, n - len, "remove %s;", id);
 }
 
+/* Asserts the callback saw exactly `ops`, in order: space-separated
+ * "+ID" for the put of run_make() run ID (expect_put), "-ID" for its
+ * removal (expect_remove); "" for nothing. */
+static void assert_sync_log(const struct recorder *r, const char *ops)
+{
+    char expect[1024], id[96];
+    const char *at = ops;
+    int used;
+
+    expect[0] = '\0';
+    while (sscanf(at, " %95s%n", id, &used) == 1) {
+        if (id[0] == '+')
+            expect_put(expect, sizeof(expect), id + 1);
+        else
+            expect_remove(expect, sizeof(expect), id + 1);
+        at += used;
+    }
+    ck_assert_str_eq(r->log, expect);
+}
+
 /* Syncs from *seq and returns what the callback saw (in `r`). */
 static void sync_ok(struct store *store, int64_t *seq, struct recorder *r)
 {
@@ -1221,7 +1204,7 @@ static void sync_ok(struct store *store, int64_t *seq, struct recorder *r)
 
 START_TEST(test_store_add)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in a, b;
     char expect[1024];
     json_t *list;
@@ -1262,7 +1245,7 @@ END_TEST
 
 START_TEST(test_store_not)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in a, x, y;
     struct recorder r;
     char expect[1024];
@@ -1293,16 +1276,14 @@ START_TEST(test_store_not)
     seq = 0;
     sync_ok(store, &seq, &r);
     ck_assert_int_eq(seq, 3);
-    expect[0] = '\0';
-    expect_put(expect, sizeof(expect), "run_a");
-    ck_assert_str_eq(r.log, expect);
+    assert_sync_log(&r, "+run_a");
     store_close(store);
 }
 END_TEST
 
 START_TEST(test_store_replace)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in a, b;
     char expect[1024];
     json_t *list;
@@ -1322,7 +1303,7 @@ END_TEST
 
 START_TEST(test_store_inactive_target_changes_nothing)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in a, b, c;
     struct recorder r;
     char expect[1024];
@@ -1347,12 +1328,7 @@ START_TEST(test_store_inactive_target_changes_nothing)
     ck_assert_uint_eq(decision_count(store), 3);
     sync_ok(store, &seq, &r);
     ck_assert_int_eq(seq, 3);
-    expect[0] = '\0';
-    expect_put(expect, sizeof(expect), "run_a");
-    expect_put(expect, sizeof(expect), "run_b");
-    expect_remove(expect, sizeof(expect), "run_a");
-    expect_put(expect, sizeof(expect), "run_c");
-    ck_assert_str_eq(r.log, expect);
+    assert_sync_log(&r, "+run_a +run_b -run_a +run_c");
     store_close(store);
 }
 END_TEST
@@ -1364,7 +1340,7 @@ END_TEST
 START_TEST(test_store_self_target)
 {
     static const char *const kinds[] = {"REPLACE", "MERGE"};
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in c;
 
     run_make(&c, "run_c", "success", "[\"C\"]");
@@ -1384,7 +1360,7 @@ END_TEST
 
 START_TEST(test_store_merge)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in a, b, c;
     struct recorder r;
     char expect[1024];
@@ -1415,18 +1391,14 @@ START_TEST(test_store_merge)
 
     sync_ok(store, &seq, &r);
     ck_assert_int_eq(seq, 3);
-    expect[0] = '\0';
-    expect_put(expect, sizeof(expect), "run_a");
-    expect_put(expect, sizeof(expect), "run_b");
-    expect_put(expect, sizeof(expect), "run_c");
-    ck_assert_str_eq(r.log, expect);
+    assert_sync_log(&r, "+run_a +run_b +run_c");
     store_close(store);
 }
 END_TEST
 
 START_TEST(test_store_duplicate_id)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in a, again, b;
     char expect[1024];
 
@@ -1449,10 +1421,9 @@ END_TEST
 
 START_TEST(test_store_sync)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in a, b, x, c, d, e, y;
     struct recorder r;
-    char expect[1024];
     int64_t seq = 0;
 
     sync_ok(store, &seq, &r);
@@ -1468,13 +1439,7 @@ START_TEST(test_store_sync)
 
     sync_ok(store, &seq, &r);
     ck_assert_int_eq(seq, 5);
-    expect[0] = '\0';
-    expect_put(expect, sizeof(expect), "run_a");
-    expect_put(expect, sizeof(expect), "run_b");
-    expect_put(expect, sizeof(expect), "run_c");
-    expect_remove(expect, sizeof(expect), "run_a");
-    expect_put(expect, sizeof(expect), "run_d");
-    ck_assert_str_eq(r.log, expect);
+    assert_sync_log(&r, "+run_a +run_b +run_c -run_a +run_d");
 
     sync_ok(store, &seq, &r);   /* nothing new */
     ck_assert_int_eq(seq, 5);
@@ -1483,9 +1448,7 @@ START_TEST(test_store_sync)
     apply_ok(store, "ADD", run_make(&e, "run_e", "partial", NULL), NULL, NULL, 0);
     sync_ok(store, &seq, &r);
     ck_assert_int_eq(seq, 6);
-    expect[0] = '\0';
-    expect_put(expect, sizeof(expect), "run_e");
-    ck_assert_str_eq(r.log, expect);
+    assert_sync_log(&r, "+run_e");
 
     apply_ok(store, "NOT", run_make(&y, "run_y", "success", NULL), "run_e", NULL, 0);
     sync_ok(store, &seq, &r);   /* a NOT moves seq and calls nothing */
@@ -1495,12 +1458,7 @@ START_TEST(test_store_sync)
     seq = 3;                    /* from the middle */
     sync_ok(store, &seq, &r);
     ck_assert_int_eq(seq, 7);
-    expect[0] = '\0';
-    expect_put(expect, sizeof(expect), "run_c");
-    expect_remove(expect, sizeof(expect), "run_a");
-    expect_put(expect, sizeof(expect), "run_d");
-    expect_put(expect, sizeof(expect), "run_e");
-    ck_assert_str_eq(r.log, expect);
+    assert_sync_log(&r, "+run_c -run_a +run_d +run_e");
     store_close(store);
 }
 END_TEST
@@ -1510,7 +1468,7 @@ END_TEST
  * replay it (store.h: "how an index is ... kept in step"). */
 START_TEST(test_store_sync_failed_callback_replays)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in a, b;
     struct recorder r;
     struct keel_error err;
@@ -1544,7 +1502,7 @@ END_TEST
 
 START_TEST(test_store_get_order)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in a, b, c, d;
     const char *ids[] = {"run_c", "run_nobody", "run_a", "run_d", "run_b"};
     struct keel_error err;
@@ -1577,7 +1535,7 @@ START_TEST(test_store_get_order)
     store_close(store);
 
     /* a store that never had a decision */
-    store = store_fresh();
+    store = unit_store_fresh();
     list = NULL;
     ck_assert_int_eq(store_memory_get(store, ids, 5, &list, &err), KEEL_OK);
     assert_json(list, "[]", "empty store");
@@ -1610,7 +1568,7 @@ static const char *page(struct store *store, int limit, int offset, char *out, s
 
 START_TEST(test_store_decisions_paging)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in a, b, x, c, d;
     struct keel_error err;
     json_t *list = NULL;
@@ -1650,7 +1608,7 @@ END_TEST
 
 START_TEST(test_store_check_errors)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in in;
     char id64[65];
     struct store_memory_run *run;
@@ -1885,7 +1843,7 @@ START_TEST(test_store_apply_allocation_failures)
             int hit, hit_once;
 
             if (!store) {   /* a store as the apply expects it */
-                store = store_fresh();
+                store = unit_store_fresh();
                 apply_ok(store, "ADD", run_make(&a, "run_a", "failure", "[\"A\"]"), NULL, NULL,
                          0);
             }
@@ -1912,7 +1870,7 @@ END_TEST
  * must still work. */
 START_TEST(test_store_reads_after_failed_write)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in a, b;
     const char *ids[] = {"run_a", "run_b"};
     int failures = 0;
@@ -1954,7 +1912,7 @@ END_TEST
  * KEEL_ENOMEM or the whole answer, never a part of it. */
 START_TEST(test_store_read_allocation_failures)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct run_in a, b, x, c, d;
     const char *ids[] = {"run_a", "run_b", "run_c", "run_d"};
     struct recorder want_log, r;
@@ -2171,7 +2129,7 @@ static void assert_refs_set(const json_t *run, const char *const *refs, size_t n
 
 START_TEST(test_admit_add_then_not)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct memory *m = memory_new(store);
     json_t *out, *runs, *list;
 
@@ -2217,7 +2175,7 @@ END_TEST
 
 START_TEST(test_admit_replace)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct memory *m = memory_new(store);
     json_t *out, *runs, *old;
 
@@ -2255,7 +2213,7 @@ END_TEST
 START_TEST(test_admit_merge)
 {
     static const char *const both[] = {REF_FLASK, REF_FASTAPI};
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct memory *m = memory_new(store);
     json_t *run, *runs;
 
@@ -2289,7 +2247,7 @@ END_TEST
  * tasks without summaries. */
 START_TEST(test_admit_seed_test_plan)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct memory *m = memory_new(store);
 
     ADMIT(m, "run1", "Generate schema", NULL, "success", NULL, "ADD", NULL);
@@ -2297,14 +2255,14 @@ START_TEST(test_admit_seed_test_plan)
     memory_free(m);
     store_close(store);
 
-    store = store_fresh();
+    store = unit_store_fresh();
     m = memory_new(store);
     ADMIT(m, "run3", "Generate schema", NULL, "failure", NULL, "ADD", NULL);
     ADMIT(m, "run4", "Generate schema", NULL, "success", NULL, "REPLACE", "run3");
     memory_free(m);
     store_close(store);
 
-    store = store_fresh();
+    store = unit_store_fresh();
     m = memory_new(store);
     ADMIT(m, "run5", "Generate schema", NULL, "success", "[\"A\"]", "ADD", NULL);
     ADMIT(m, "run6", "Generate schema", NULL, "success", "[\"B\"]", "MERGE", "run5");
@@ -2324,7 +2282,7 @@ END_TEST
 START_TEST(test_admit_seed_sequence)
 {
     static const char *const kinds[] = {"ADD", "MERGE", "ADD", "REPLACE", "ADD", "NOT", "ADD"};
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct memory *m = memory_new(store);
     json_t *out, *list, *runs;
     size_t i;
@@ -2370,7 +2328,7 @@ END_TEST
  * sees the other's decisions. */
 START_TEST(test_admit_two_memories)
 {
-    struct store *s1 = store_fresh(), *s2 = store_again(s1);
+    struct store *s1 = unit_store_fresh(), *s2 = store_again(s1);
     struct memory *a = memory_new(s1), *b = memory_new(s2);
     json_t *runs;
 
@@ -2397,7 +2355,7 @@ END_TEST
 /* A memory opened after the decisions builds its index from them. */
 START_TEST(test_admit_memory_opened_later)
 {
-    struct store *s1 = store_fresh(), *s2;
+    struct store *s1 = unit_store_fresh(), *s2;
     struct memory *a = memory_new(s1), *c;
     json_t *runs;
 
@@ -2436,7 +2394,7 @@ static void admit_fails(struct memory *m, const struct memory_input *in, int cod
 
 START_TEST(test_admit_input_errors)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct memory *m = memory_new(store);
     struct memory_input ok = {"run_ok", SQL_TASK, SQL_FAILED, "success", NULL, NULL, NULL, T0, NULL};
     struct memory_input in;
@@ -2489,7 +2447,7 @@ END_TEST
 
 START_TEST(test_search_errors)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct memory *m = memory_new(store);
     struct keel_error err;
     json_t *runs = NULL;
@@ -2518,7 +2476,7 @@ END_TEST
 
 START_TEST(test_admit_fresh_ids)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct memory *m = memory_new(store);
     json_t *one, *two;
     const char *id1, *id2;
@@ -2545,7 +2503,7 @@ END_TEST
 /* check_input accepts ids of up to 63 bytes; the run must keep it whole. */
 START_TEST(test_admit_long_id_kept)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct memory *m = memory_new(store);
     char id63[64], other63[64];
     json_t *out, *run;
@@ -2590,7 +2548,7 @@ static void random_words(uint64_t *rng, char *out, size_t n, int words)
 START_TEST(test_admit_after_failed_sync)
 {
     for (long n = 0; n < 64; n++) {
-        struct store *s1 = store_fresh(), *s2 = store_again(s1);
+        struct store *s1 = unit_store_fresh(), *s2 = store_again(s1);
         struct memory *a = memory_new(s1), *b = memory_new(s2);
         struct keel_error err;
         json_t *out = NULL;
@@ -2645,7 +2603,7 @@ END_TEST
  * after each failure. */
 START_TEST(test_admit_allocation_failures)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct memory *m = memory_new(store);
     struct issues is = {.total = 0};
     uint64_t rng = 11;
@@ -2759,7 +2717,7 @@ END_TEST
 START_TEST(test_admit_without_artifacts)
 {
     long before = keel_alloc_live();
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct memory *m = memory_new(store);
     struct memory_input in = {"run_bare", SQL_TASK, SQL_FAILED, "failure", NULL, NULL, NULL, T0, NULL};
     struct keel_error err;
@@ -2891,7 +2849,7 @@ static void decisions_as(struct store *store, const char *owner, char *out, size
 
 START_TEST(test_owner_isolation)
 {
-    struct store *store = store_fresh(), *again;
+    struct store *store = unit_store_fresh(), *again;
     struct memory *m, *m2;
     char got[1024];
 
@@ -2941,7 +2899,7 @@ END_TEST
 
 START_TEST(test_erase_with_conversation)
 {
-    struct store *store = store_fresh(), *again;
+    struct store *store = unit_store_fresh(), *again;
     struct memory *m, *m2;
     struct keel_error err;
     json_t *run;
@@ -3076,17 +3034,17 @@ Suite *suite_memory(void)
     tcase_add_test(index, test_index_allocation_failures);
     suite_add_tcase(s, index);
 
-    tcase_add_unchecked_fixture(store_mem, backend_mem, NULL);
+    tcase_add_unchecked_fixture(store_mem, unit_backend_mem, NULL);
     add_store_tests(store_mem);
     suite_add_tcase(s, store_mem);
-    tcase_add_unchecked_fixture(store_sqlite, backend_sqlite, backend_sqlite_remove);
+    tcase_add_unchecked_fixture(store_sqlite, backend_sqlite, unit_backend_sqlite_remove);
     add_store_tests(store_sqlite);
     suite_add_tcase(s, store_sqlite);
 
-    tcase_add_unchecked_fixture(admit_mem, backend_mem, NULL);
+    tcase_add_unchecked_fixture(admit_mem, unit_backend_mem, NULL);
     add_admit_tests(admit_mem);
     suite_add_tcase(s, admit_mem);
-    tcase_add_unchecked_fixture(admit_sqlite, backend_sqlite, backend_sqlite_remove);
+    tcase_add_unchecked_fixture(admit_sqlite, backend_sqlite, unit_backend_sqlite_remove);
     add_admit_tests(admit_sqlite);
     suite_add_tcase(s, admit_sqlite);
     return s;

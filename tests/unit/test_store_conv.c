@@ -31,29 +31,11 @@
 
 #define T0 INT64_C(1770465600000)   /* 2026-02-07T12:00:00Z */
 
-enum backend { BACKEND_MEM, BACKEND_SQLITE };
-
-static enum backend backend;
-static char temp_dir[64];
-static char db_path[192];
-static int opened;
-
 /* ---- fixtures (parent process, once per TCase) -------------------------- */
-
-static void backend_mem(void)
-{
-    backend = BACKEND_MEM;
-}
 
 static void backend_sqlite(void)
 {
-    backend = BACKEND_SQLITE;
-    unit_temp_dir(temp_dir, sizeof(temp_dir), "conv", 0);
-}
-
-static void backend_sqlite_remove(void)
-{
-    unit_temp_dir_remove(temp_dir);
+    unit_backend_sqlite("conv", 0);
 }
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -68,17 +50,6 @@ static struct store *open_location(const char *location)
                   err.message);
     ck_assert_ptr_nonnull(store);
     return store;
-}
-
-/* A fresh, empty store of the TCase's backend. */
-static struct store *store_fresh(void)
-{
-    if (backend == BACKEND_SQLITE) {
-        snprintf(db_path, sizeof(db_path), "%s/conv-%ld-%d.db", temp_dir, (long)getpid(),
-                 opened++);
-        return open_location(db_path);
-    }
-    return open_location("mem:");
 }
 
 static const struct store_metric metrics_asked[] = {{"turns", 1}, {"clarifications", 1}};
@@ -217,7 +188,7 @@ static void assert_unchanged(struct store *store, const char *id, int turns, lon
 
 START_TEST(test_conv_seq1_creates_seq2_updates)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
 
     save_ok(store, "conv_a", 1);
     assert_conversation(store, "conv_a", 1);
@@ -231,7 +202,7 @@ END_TEST
 
 START_TEST(test_conv_stale_seq_is_conflict)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
 
     save_ok(store, "conv_a", 1);
     save_conflict(store, "conv_a", 3, NULL);     /* a turn skipped */
@@ -259,7 +230,7 @@ END_TEST
 
 START_TEST(test_conv_metrics_add_up)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     json_t *m = NULL;
     struct keel_error err;
 
@@ -302,7 +273,7 @@ END_TEST
 
 START_TEST(test_conv_list_turns_has_both_messages)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     json_t *list, *t;
 
     save_ok(store, "conv_a", 1);
@@ -334,7 +305,7 @@ END_TEST
 
 START_TEST(test_conv_get_turn_by_correlation)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct keel_error err;
     json_t *t = NULL;
 
@@ -368,7 +339,7 @@ END_TEST
 
 START_TEST(test_conv_keys_owners_and_shares)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct store_key alice = {(char *)"key_a", (char *)"alice", (char *)"editor", T0, 0};
     struct store_key bob = {(char *)"key_b", (char *)"bob", (char *)"viewer", T0 + 1, 0};
     struct store_key bad = {(char *)"key_c", (char *)"carol", (char *)"admin", T0, 0};
@@ -430,7 +401,7 @@ END_TEST
 
 START_TEST(test_conv_list_delete_and_reset)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct store_conversation conv;
     struct record_texts buf;
     struct store_turn_record rec;
@@ -502,7 +473,7 @@ END_TEST
 
 START_TEST(test_conv_unknown_ids)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct store_conversation conv;
     struct keel_error err;
     json_t *list = (json_t *)&list;
@@ -528,7 +499,7 @@ END_TEST
 
 START_TEST(test_conv_argument_errors)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct record_texts buf;
     struct store_turn_record rec;
     struct store_conversation conv;
@@ -603,7 +574,7 @@ START_TEST(test_conv_failed_save_changes_nothing)
     long needed = 0;
 
     for (;;) {
-        store = store_fresh();
+        store = unit_store_fresh();
         save_ok(store, "conv_a", 1);
         save_ok(store, "conv_a", 2);
         if (fault_save(store, needed, 1)) {
@@ -640,10 +611,10 @@ static void raw_sql(const char *path, const char *sql, char *out, size_t n)
 
 START_TEST(test_conv_sqlite_rows)
 {
-    struct store *store = store_fresh();
-    char path[sizeof(db_path)], result[256];
+    struct store *store = unit_store_fresh();
+    char path[UNIT_STORE_PATH_MAX], result[256];
 
-    snprintf(path, sizeof(path), "%s", db_path);
+    snprintf(path, sizeof(path), "%s", unit_store_path());
     save_ok(store, "conv_a", 1);
     save_ok(store, "conv_a", 2);
     save_conflict(store, "conv_a", 2, NULL);
@@ -674,11 +645,11 @@ END_TEST
 
 START_TEST(test_conv_sqlite_reopen)
 {
-    struct store *store = store_fresh();
-    char path[sizeof(db_path)];
+    struct store *store = unit_store_fresh();
+    char path[UNIT_STORE_PATH_MAX];
     json_t *list;
 
-    snprintf(path, sizeof(path), "%s", db_path);
+    snprintf(path, sizeof(path), "%s", unit_store_path());
     save_ok(store, "conv_a", 1);
     store_close(store);
     store = open_location(path);
@@ -718,7 +689,7 @@ Suite *suite_store_conv(void)
     TCase *sqlite = tcase_create("conv_sqlite");
     TCase *file = tcase_create("conv_sqlite_file");
 
-    tcase_add_unchecked_fixture(mem, backend_mem, NULL);
+    tcase_add_unchecked_fixture(mem, unit_backend_mem, NULL);
     add_contract_tests(mem);
     /* Known bug: the in-memory save copies the conversation and the
      * counters with json_copy(), which drops members silently when an
@@ -729,13 +700,13 @@ Suite *suite_store_conv(void)
     suite_add_tcase(s, mem);
 
     /* The fault sweep opens a store per step: room for sanitizers. */
-    tcase_add_unchecked_fixture(sqlite, backend_sqlite, backend_sqlite_remove);
+    tcase_add_unchecked_fixture(sqlite, backend_sqlite, unit_backend_sqlite_remove);
     tcase_set_timeout(sqlite, 120);
     add_contract_tests(sqlite);
     tcase_add_test(sqlite, test_conv_failed_save_changes_nothing);
     suite_add_tcase(s, sqlite);
 
-    tcase_add_unchecked_fixture(file, backend_sqlite, backend_sqlite_remove);
+    tcase_add_unchecked_fixture(file, backend_sqlite, unit_backend_sqlite_remove);
     tcase_set_timeout(file, 60);
     unit_leak_fixture(file);
     tcase_add_test(file, test_conv_sqlite_rows);

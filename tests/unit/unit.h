@@ -27,6 +27,30 @@ void unit_temp_dir(char *out, size_t n, const char *tag, int prefer_shm);
 /* Removes the files of a folder made by unit_temp_dir, then the folder. */
 void unit_temp_dir_remove(const char *dir);
 
+/* ---- a store of the TCase's backend --------------------------------------
+ * Store tests run the same functions on both backends. A TCase picks one
+ * with an unchecked fixture (in the parent, so a SQLite folder goes away
+ * even when a forked test fails): unit_backend_mem, or a wrapper calling
+ * unit_backend_sqlite(TAG, prefer_shm) with unit_backend_sqlite_remove as
+ * teardown. */
+struct store;
+
+#define UNIT_STORE_PATH_MAX 192
+
+void unit_backend_mem(void);
+/* Makes the folder (unit_temp_dir) the SQLite files go into; `tag` must
+ * outlive the TCase (a literal) and prefixes both folder and files. */
+void unit_backend_sqlite(const char *tag, int prefer_shm);
+void unit_backend_sqlite_remove(void);
+int unit_backend_is_sqlite(void);
+
+/* Opens a fresh, empty store of the TCase's backend ("mem:" or a new
+ * SQLite file); fails the test when it cannot. The caller closes it. */
+struct store *unit_store_fresh(void);
+
+/* The file of the last store unit_store_fresh opened (SQLite), else "". */
+const char *unit_store_path(void);
+
 /* One constructor per tests/unit/test_*.c file. */
 Suite *suite_core(void);
 Suite *suite_clock(void);

@@ -1,0 +1,410 @@
+/*
+ * streams.c — the open connections a turn answers later, on the loop
+ * thread: SSE streams of a turn's events (GET /v1/stream/{id}, and the
+ * OpenAI stream of POST /v1/chat/completions) and the waiters of
+ * ?wait=1 requests (routes_chat.c). An SSE event looks like
+ *
+ *   id: 3
+ *   event: stage
+ *   data: {"stage":"resolve","kind":"start","message":"Searching for papers…"}
+ *
+ * Events are numbered from 1 per turn: stage lines, answer pieces
+ * (`token`), then `done` (the result summary) or `error`. Last-Event-ID
+ * resumes after a number. A turn the bus has forgotten is replayed from
+ * the store with the same numbering. streams_pump, called after the bus
+ * changed, sends new events to the streams and answers the waiters whose
+ * turn ended.
+ */
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/json.h"
+#include "server/server_int.h"
+
+static int key_streams_add(struct server *srv, const char *key_id, int delta);
+
+/* ---- streams -------------------------------------------------------------- */
+
+static void sse_send(struct evhttp_request *req, const json_t *event)
+{
+    struct evbuffer *out = evbuffer_new();
+    char *data = json_dumps(json_object_get(event, "data"), JSON_COMPACT | JSON_SORT_KEYS);
+
+    if (out && data) {
+        evbuffer_add_printf(out, "id: %lld\nevent: %s\ndata: %s\n\n",
+                            (long long)json_integer_value(json_object_get(event, "id")),
+                            json_string_value(json_object_get(event, "event")), data);
+        evhttp_send_reply_chunk(req, out);
+    }
+    keel_free(data);
+    if (out)
+        evbuffer_free(out);
+}
+
+static void stream_unlink(struct stream *s)
+{
+    struct server *srv = s->srv;
+
+    key_streams_add(srv, s->key_id, -1);
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        srv->streams = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    srv->n_streams--;
+}
+
+static void on_stream_closed(struct evhttp_connection *conn, void *arg)
+{
+    struct stream *s = arg;
+
+    (void)conn;
+    stream_unlink(s);
+    keel_free(s);
+}
+
+/* Ends a stream after its last event. */
+static void stream_end(struct stream *s)
+{
+    struct evhttp_connection *conn = evhttp_request_get_connection(s->req);
+
+    evhttp_connection_set_closecb(conn, NULL, NULL);
+    evhttp_send_reply_end(s->req);
+    stream_unlink(s);
+    keel_free(s);
+}
+
+/* Sends what the bus has beyond s->sent; ends the stream when the turn
+ * has ended and all is sent. */
+/* Sends `data` (stolen) as an OpenAI stream line "data: {…}". */
+static void openai_send(struct evhttp_request *req, json_t *data)
+{
+    struct evbuffer *out = evbuffer_new();
+    char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+
+    if (out && text) {
+        evbuffer_add_printf(out, "data: %s\n\n", text);
+        evhttp_send_reply_chunk(req, out);
+    }
+    keel_free(text);
+    json_decref(data);
+    if (out)
+        evbuffer_free(out);
+}
+
+static void openai_done(struct evhttp_request *req)
+{
+    struct evbuffer *out = evbuffer_new();
+
+    if (!out)
+        return;
+    evbuffer_add_printf(out, "data: [DONE]\n\n");
+    evhttp_send_reply_chunk(req, out);
+    evbuffer_free(out);
+}
+
+/* One bus event on an OpenAI stream: answer pieces become content
+ * deltas, `done` the last chunk and [DONE], `error` an error object;
+ * stage lines are not part of OpenAI's format. */
+static void openai_event(struct stream *s, const json_t *event)
+{
+    const char *name = json_string_value(json_object_get(event, "event"));
+    const json_t *data = json_object_get(event, "data");
+
+    if (!s->started) {
+        openai_send(s->req, openai_chunk(s->correlation_id, s->model, NULL, 1, NULL));
+        s->started = 1;
+    }
+    if (!strcmp(name, "token")) {
+        openai_send(s->req, openai_chunk(s->correlation_id, s->model,
+                                         json_string_value(json_object_get(data, "text")), 0,
+                                         NULL));
+    } else if (!strcmp(name, "reset")) {
+        /* OpenAI's format cannot take text back: the whole answer
+         * follows after a blank line. */
+        openai_send(s->req, openai_chunk(s->correlation_id, s->model, "\n\n", 0, NULL));
+    } else if (!strcmp(name, "done")) {
+        openai_send(s->req, openai_chunk(s->correlation_id, s->model, NULL, 0, "stop"));
+        openai_done(s->req);
+    } else if (!strcmp(name, "error")) {
+        openai_send(s->req, json_pack("{s:{s:O?, s:s, s:O?}}", "error", "message",
+                                      json_object_get(data, "message"), "type", "turn_failed",
+                                      "param", json_object_get(data, "field")));
+        openai_done(s->req);
+    }
+}
+
+static void stream_pump(struct stream *s)
+{
+    json_t *events = NULL, *event;
+    enum bus_status status = bus_read(s->srv->bus, s->correlation_id, s->sent, &events, NULL,
+                                      NULL, NULL, 0);
+    size_t i;
+
+    json_array_foreach(events, i, event) {
+        if (s->format == FORMAT_OPENAI)
+            openai_event(s, event);
+        else
+            sse_send(s->req, event);
+        s->sent = (long)json_integer_value(json_object_get(event, "id"));
+    }
+    json_decref(events);
+    if (status == BUS_DONE || status == BUS_FAILED || status == BUS_UNKNOWN)
+        stream_end(s);
+}
+
+static void stream_headers(struct evhttp_request *req)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+    evhttp_add_header(h, "Content-Type", "text/event-stream; charset=utf-8");
+    evhttp_add_header(h, "Cache-Control", "no-cache");
+    evhttp_add_header(h, "X-Accel-Buffering", "no");
+}
+
+/* The events of a stored turn, numbered as they were live. */
+static json_t *stored_events(struct server *srv, const json_t *turn)
+{
+    json_t *out = json_array(), *e, *summary;
+    const char *answer = json_string_value(json_object_get(turn, "assistant"));
+    size_t i;
+    long id = 0;
+
+    json_array_foreach(json_object_get(turn, "events"), i, e) {
+        const char *level = json_string_value(json_object_get(e, "level"));
+        const char *user = json_string_value(json_object_get(e, "user_message"));
+        if (!level || !strcmp(level, "technical") || !user)
+            continue;
+        json_array_append_new(out, json_pack("{s:I, s:s, s:{s:O?, s:O?, s:s}}", "id",
+                                             (json_int_t)++id, "event", "stage", "data", "stage",
+                                             json_object_get(e, "stage"), "kind",
+                                             json_object_get(e, "kind"), "message", user));
+    }
+    for (size_t at = 0, len = answer ? strlen(answer) : 0; at < len;) {
+        char piece[SERVER_TOKEN_BYTES * 4 + 1];
+        size_t end = server_answer_piece(answer, len, at);
+        snprintf(piece, sizeof(piece), "%.*s", (int)(end - at), answer + at);
+        json_array_append_new(out, json_pack("{s:I, s:s, s:{s:s}}", "id", (json_int_t)++id,
+                                             "event", "token", "data", "text", piece));
+        at = end;
+    }
+    summary = chat_summary_from_store(srv, turn);
+    json_array_append_new(out, json_pack("{s:I, s:s, s:o}", "id", (json_int_t)++id, "event",
+                                         "done", "data", summary ? summary : json_object()));
+    return out;
+}
+
+static long last_event_id(struct evhttp_request *req)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Last-Event-ID");
+    char *end;
+    long v;
+
+    if (!h)
+        return 0;
+    v = strtol(h, &end, 10);
+    return *end || v < 0 ? 0 : v;
+}
+
+void route_stream(struct server *srv, struct evhttp_request *req, const char *cid,
+                  const struct principal *who)
+{
+    if (chat_may_read_turn(srv, req, cid, who))
+        stream_open(srv, req, cid, last_event_id(req), FORMAT_KEEL, NULL, who->key_id);
+}
+
+/* Open streams per key: counted up when a stream opens, down when it
+ * ends or its client leaves. */
+static int key_streams_add(struct server *srv, const char *key_id, int delta)
+{
+    json_int_t n;
+
+    if (!key_id[0])
+        return 0;
+    if (!srv->key_streams && !(srv->key_streams = json_object()))
+        return 0;
+    n = json_integer_value(json_object_get(srv->key_streams, key_id)) + delta;
+    if (n <= 0)
+        json_object_del(srv->key_streams, key_id);
+    else
+        json_object_set_new(srv->key_streams, key_id, json_integer(n));
+    return (int)n;
+}
+
+void stream_open(struct server *srv, struct evhttp_request *req, const char *cid, long after,
+                 enum reply_format format, const char *model, const char *key_id)
+{
+    enum bus_status status = bus_read(srv->bus, cid, 0, NULL, NULL, NULL, NULL, 0);
+    struct stream *s;
+
+    if (status == BUS_UNKNOWN) {   /* finished long ago: replay from the store */
+        struct keel_error err;
+        json_t *turn = NULL, *events, *event;
+        size_t i;
+        keel_error_clear(&err);
+        if (store_get_turn(srv->store, cid, &turn, &err)) {
+            http_keel_error(req, &err);
+            return;
+        }
+        events = stored_events(srv, turn);
+        stream_headers(req);
+        http_log(req, 200, cid);
+        evhttp_send_reply_start(req, 200, "OK");
+        json_array_foreach(events, i, event)
+            if (json_integer_value(json_object_get(event, "id")) > after)
+                sse_send(req, event);
+        evhttp_send_reply_end(req);
+        json_decref(events);
+        json_decref(turn);
+        return;
+    }
+    if (srv->n_streams >= SERVER_STREAMS_MAX) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "5");
+        http_error(req, 503, "busy", NULL, "too many open streams");
+        return;
+    }
+    if (key_id && key_id[0] &&
+        json_integer_value(json_object_get(srv->key_streams, key_id)) >= SERVER_STREAMS_PER_KEY) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "5");
+        http_error(req, 429, "too_many_streams", "Authorization",
+                   "this key has %d streams open already", SERVER_STREAMS_PER_KEY);
+        return;
+    }
+    if (!(s = keel_calloc(1, sizeof(*s)))) {
+        http_error(req, 503, "no_memory", NULL, "out of memory");
+        return;
+    }
+    s->srv = srv;
+    s->req = req;
+    s->sent = after;
+    s->format = format;
+    snprintf(s->model, sizeof(s->model), "%s", model ? model : "");
+    snprintf(s->key_id, sizeof(s->key_id), "%s", key_id ? key_id : "");
+    key_streams_add(srv, s->key_id, 1);
+    snprintf(s->correlation_id, sizeof(s->correlation_id), "%s", cid);
+    s->next = srv->streams;
+    if (s->next)
+        s->next->prev = s;
+    srv->streams = s;
+    srv->n_streams++;
+    stream_headers(req);
+    http_log(req, 200, cid);
+    evhttp_send_reply_start(req, 200, "OK");
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_stream_closed, s);
+    stream_pump(s);
+}
+
+/* ---- waiters, and the loop's wake-up --------------------------------------- */
+
+static void waiter_unlink(struct waiter *w)
+{
+    struct server *srv = w->srv;
+
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        srv->waiters = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+}
+
+/* The client of a ?wait=1 request left: forget it (the turn goes on). */
+static void on_waiter_closed(struct evhttp_connection *conn, void *arg)
+{
+    struct waiter *w = arg;
+
+    (void)conn;
+    waiter_unlink(w);
+    keel_free(w);
+}
+
+static void waiter_answer(struct waiter *w, enum bus_status status, json_t *result,
+                          json_t *error)
+{
+    evhttp_connection_set_closecb(evhttp_request_get_connection(w->req), NULL, NULL);
+    if (status == BUS_DONE && w->format == FORMAT_OPENAI)
+        http_json(w->req, 200, openai_completion(w->model, result));
+    else if (status == BUS_DONE)
+        http_json(w->req, 200, json_incref(result));
+    else
+        http_error(w->req, chat_error_status(error), "turn_failed",
+                   json_string_value(json_object_get(error, "field")), "%s",
+                   json_string_value(json_object_get(error, "message")));
+    waiter_unlink(w);
+    keel_free(w);
+}
+
+void chat_wait(struct server *srv, struct evhttp_request *req, const char *cid,
+               enum reply_format format, const char *model)
+{
+    struct waiter *w = keel_calloc(1, sizeof(*w));
+
+    if (!w) {   /* the turn runs; the caller may poll */
+        http_error(req, 503, "no_memory", NULL, "out of memory");
+        return;
+    }
+    w->srv = srv;
+    w->req = req;
+    w->format = format;
+    snprintf(w->model, sizeof(w->model), "%s", model ? model : "");
+    snprintf(w->correlation_id, sizeof(w->correlation_id), "%s", cid);
+    w->next = srv->waiters;
+    if (w->next)
+        w->next->prev = w;
+    srv->waiters = w;
+    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_waiter_closed, w);
+}
+
+void streams_pump(struct server *srv)
+{
+    struct stream *s = srv->streams;
+    struct waiter *w = srv->waiters;
+
+    while (s) {
+        struct stream *next = s->next;   /* s may end */
+        stream_pump(s);
+        s = next;
+    }
+    while (w) {
+        struct waiter *next = w->next;
+        json_t *result = NULL, *error = NULL;
+        enum bus_status status = bus_read(srv->bus, w->correlation_id, 0, NULL, &result, &error,
+                                          NULL, 0);
+        if (status == BUS_DONE || status == BUS_FAILED || status == BUS_UNKNOWN)
+            waiter_answer(w, status, result, error);
+        json_decref(result);
+        json_decref(error);
+        w = next;
+    }
+}
+
+void streams_heartbeat(struct server *srv)
+{
+    for (struct stream *s = srv->streams; s; s = s->next) {
+        struct evbuffer *out = evbuffer_new();
+        if (!out)
+            continue;
+        evbuffer_add_printf(out, ": keep-alive\n\n");
+        evhttp_send_reply_chunk(s->req, out);
+        evbuffer_free(out);
+    }
+}
+
+void streams_close_all(struct server *srv)
+{
+    while (srv->streams)
+        stream_end(srv->streams);
+    while (srv->waiters) {
+        struct waiter *w = srv->waiters;
+        evhttp_connection_set_closecb(evhttp_request_get_connection(w->req), NULL, NULL);
+        http_error(w->req, 503, "shutting_down", NULL, "the server stopped before the turn ended");
+        waiter_unlink(w);
+        keel_free(w);
+    }
+    server_pending_release();
+}
