@@ -140,6 +140,29 @@ void sqlite_stmt_done(sqlite3_stmt *stmt)
     sqlite3_clear_bindings(stmt);
 }
 
+/* See store_sqlite_int.h. A failed add is jansson out of memory, not the
+ * connection's: it is reported on `field` and leaves the connection be. */
+int sqlite_rows_json(struct sqlite_store *st, sqlite3_stmt *stmt, json_t *container,
+                     int (*add)(sqlite3_stmt *stmt, json_t *container), const char *field,
+                     const char *op, json_t **out, struct keel_error *err)
+{
+    int rc, step = SQLITE_DONE, added = 0;
+
+    if (container)
+        while ((step = sqlite3_step(stmt)) == SQLITE_ROW)
+            if ((added = add(stmt, container)) != 0)
+                break;
+    sqlite_stmt_done(stmt);
+    rc = !container || added ? keel_error_set(err, KEEL_ENOMEM, field, "out of memory")
+         : step == SQLITE_DONE ? KEEL_OK
+                               : sqlite_fail(st, step, op, err);
+    if (rc)
+        json_decref(container);
+    else
+        *out = container;
+    return rc;
+}
+
 /* Steps a statement that returns no rows, then makes it ready again. */
 int sqlite_stmt_exec(struct sqlite_store *st, enum stmt_id id, const char *op,
                      struct keel_error *err)

@@ -83,35 +83,28 @@ static json_t *artifact_row(sqlite3_stmt *stmt)
                      (json_int_t)sqlite3_column_int64(stmt, 4), "artifact", body);
 }
 
+/* Rows come newest first; each goes to the front, so the list is in turn
+ * order. */
+static int prepend_artifact(sqlite3_stmt *stmt, json_t *list)
+{
+    return json_array_insert_new(list, 0, artifact_row(stmt));
+}
+
 int sqlite_artifacts_list(struct store *store, const char *conversation_id, const char *type,
                           int last, json_t **out, struct keel_error *err)
 {
     struct sqlite_store *st = (struct sqlite_store *)store;
     sqlite3_stmt *stmt;
-    json_t *list;
-    int rc, step;
+    int rc;
 
     if ((rc = sqlite_connection_ready(st, err)))
         return rc;
     stmt = st->stmt[ST_ART_LIST];   /* after: a replaced connection has new statements */
-    if (!(list = json_array()))
-        return keel_error_set(err, KEEL_ENOMEM, "artifacts", "out of memory");
     BIND_TEXT(stmt, 1, conversation_id);
     BIND_TEXT(stmt, 2, type);
     sqlite3_bind_int(stmt, 3, last);
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW)
-        if (json_array_insert_new(list, 0, artifact_row(stmt))) {   /* newest first → turn order */
-            step = SQLITE_NOMEM;
-            break;
-        }
-    sqlite_stmt_done(stmt);
-    if (step != SQLITE_DONE) {
-        json_decref(list);
-        return step == SQLITE_NOMEM ? keel_error_set(err, KEEL_ENOMEM, "artifacts", "out of memory")
-                                    : sqlite_fail(st, step, "listing artifacts", err);
-    }
-    *out = list;
-    return KEEL_OK;
+    return sqlite_rows_json(st, stmt, json_array(), prepend_artifact, "artifacts",
+                            "listing artifacts", out, err);
 }
 
 static json_t *fact_row(sqlite3_stmt *stmt)
@@ -134,15 +127,16 @@ static json_t *fact_row(sqlite3_stmt *stmt)
                      (const char *)sqlite3_column_text(stmt, 11));
 }
 
+static int append_fact(sqlite3_stmt *stmt, json_t *list)
+{
+    return json_array_append_new(list, fact_row(stmt));
+}
+
 static int collect_facts(struct sqlite_store *st, const struct store_fact_query *q, json_t **out,
                          struct keel_error *err)
 {
     sqlite3_stmt *stmt = st->stmt[ST_FACTS_LIST];
-    json_t *list = json_array();
-    int step;
 
-    if (!list)
-        return keel_error_set(err, KEEL_ENOMEM, "facts", "out of memory");
     BIND_TEXT(stmt, 1, q->owner);
     BIND_TEXT(stmt, 2, q->store);
     BIND_TEXT(stmt, 3, q->conversation_id);
@@ -150,19 +144,8 @@ static int collect_facts(struct sqlite_store *st, const struct store_fact_query 
     BIND_TEXT(stmt, 5, q->text);
     sqlite3_bind_int(stmt, 6, q->limit);
     sqlite3_bind_int(stmt, 7, q->offset);
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW)
-        if (json_array_append_new(list, fact_row(stmt))) {
-            step = SQLITE_NOMEM;
-            break;
-        }
-    sqlite_stmt_done(stmt);
-    if (step != SQLITE_DONE) {
-        json_decref(list);
-        return step == SQLITE_NOMEM ? keel_error_set(err, KEEL_ENOMEM, "facts", "out of memory")
-                                    : sqlite_fail(st, step, "listing facts", err);
-    }
-    *out = list;
-    return KEEL_OK;
+    return sqlite_rows_json(st, stmt, json_array(), append_fact, "facts", "listing facts", out,
+                            err);
 }
 
 int sqlite_facts_list(struct store *store, const struct store_fact_query *q, json_t **out,

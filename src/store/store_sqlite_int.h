@@ -77,6 +77,10 @@ enum stmt_id {
     ST_CONV_DELETE_ARTIFACTS,
     ST_SCENARIO_SET,
     ST_SCENARIO_TURN,
+    ST_PERSONAL_UPSERT,
+    ST_PERSONAL_DELETE,
+    ST_PERSONAL_LIST,
+    ST_PERSONAL_STATS,
     ST_COUNT
 };
 
@@ -113,6 +117,15 @@ void sqlite_stmt_done(sqlite3_stmt *stmt);
 /* Steps a statement that returns no rows, then resets it. */
 int sqlite_stmt_exec(struct sqlite_store *st, enum stmt_id id, const char *op,
                      struct keel_error *err);
+
+/* Steps a bound statement that lists rows to its end, adding each row to
+ * `container` with `add` (nonzero when out of memory), then resets it.
+ * On success hands the container to *out; on failure frees it: a NULL
+ * container or a failed add is KEEL_ENOMEM on `field`, a failed step is
+ * sqlite_fail(op). */
+int sqlite_rows_json(struct sqlite_store *st, sqlite3_stmt *stmt, json_t *container,
+                     int (*add)(sqlite3_stmt *stmt, json_t *container), const char *field,
+                     const char *op, json_t **out, struct keel_error *err);
 
 /* BEGIN IMMEDIATE / COMMIT / ROLLBACK (the latter only when a transaction
  * is open). */

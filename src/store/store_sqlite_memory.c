@@ -220,48 +220,39 @@ int sqlite_memory_get(struct store *store, const char *const *ids, size_t n, jso
     return KEEL_OK;
 }
 
+static int append_decision(sqlite3_stmt *stmt, json_t *list)
+{
+    json_t *d = json_pack(
+        "{s:I, s:s, s:s, s:s?, s:s, s:o, s:s, s:s, s:I}", "seq",
+        (json_int_t)sqlite3_column_int64(stmt, 0), "run_id",
+        (const char *)sqlite3_column_text(stmt, 1), "decision",
+        (const char *)sqlite3_column_text(stmt, 2), "target_run_id",
+        (const char *)sqlite3_column_text(stmt, 3), "reason",
+        (const char *)sqlite3_column_text(stmt, 4), "similarity",
+        sqlite3_column_type(stmt, 5) == SQLITE_NULL ? json_null()
+                                                    : json_real(sqlite3_column_double(stmt, 5)),
+        "judge", (const char *)sqlite3_column_text(stmt, 6), "task",
+        (const char *)sqlite3_column_text(stmt, 7), "ts",
+        (json_int_t)sqlite3_column_int64(stmt, 8));
+
+    return json_array_append_new(list, d);
+}
+
 int sqlite_memory_decisions(struct store *store, const char *owner, int limit, int offset,
                             json_t **out, struct keel_error *err)
 {
     struct sqlite_store *st = (struct sqlite_store *)store;
     sqlite3_stmt *stmt;
-    json_t *list;
-    int rc, step;
+    int rc;
 
     if ((rc = sqlite_connection_ready(st, err)))
         return rc;
     stmt = st->stmt[ST_MEM_DECISIONS];   /* after: a replaced connection has new statements */
-    if (!(list = json_array()))
-        return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
     sqlite3_bind_int(stmt, 1, limit);
     sqlite3_bind_int(stmt, 2, offset);
     BIND_TEXT(stmt, 3, owner);
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        json_t *d = json_pack(
-            "{s:I, s:s, s:s, s:s?, s:s, s:o, s:s, s:s, s:I}", "seq",
-            (json_int_t)sqlite3_column_int64(stmt, 0), "run_id",
-            (const char *)sqlite3_column_text(stmt, 1), "decision",
-            (const char *)sqlite3_column_text(stmt, 2), "target_run_id",
-            (const char *)sqlite3_column_text(stmt, 3), "reason",
-            (const char *)sqlite3_column_text(stmt, 4), "similarity",
-            sqlite3_column_type(stmt, 5) == SQLITE_NULL ? json_null()
-                                                        : json_real(sqlite3_column_double(stmt, 5)),
-            "judge", (const char *)sqlite3_column_text(stmt, 6), "task",
-            (const char *)sqlite3_column_text(stmt, 7), "ts",
-            (json_int_t)sqlite3_column_int64(stmt, 8));
-        if (json_array_append_new(list, d)) {
-            sqlite_stmt_done(stmt);
-            json_decref(list);
-            return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
-        }
-    }
-    sqlite_stmt_done(stmt);
-    if (step != SQLITE_DONE) {
-        json_decref(list);
-        return sqlite_fail(st, step, "reading memory decisions", err);
-    }
-    *out = list;
-    return KEEL_OK;
+    return sqlite_rows_json(st, stmt, json_array(), append_decision, "memory",
+                            "reading memory decisions", out, err);
 }
 
 /* The runs an erasure of conversation ?1 takes: made from its turns (or

@@ -449,6 +449,17 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
                         " WHERE id = ?1 AND scenario_version = ?3",
     [ST_SCENARIO_TURN] = "UPDATE turns SET scenario_after = ?3, scenario_delta = ?4"
                          " WHERE conversation_id = ?1 AND seq = ?2",
+    /* Personal facts (migration 10): one row per user and key. */
+    [ST_PERSONAL_UPSERT] =
+        "INSERT INTO personal_facts (user, key, value, kind, conversation_id, created_at,"
+        " updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)"
+        " ON CONFLICT (user, key) DO UPDATE SET value = excluded.value, kind = excluded.kind,"
+        " conversation_id = excluded.conversation_id, updated_at = excluded.updated_at",
+    [ST_PERSONAL_DELETE] = "DELETE FROM personal_facts WHERE user = ?1 AND key = ?2",
+    [ST_PERSONAL_LIST] = "SELECT key, value, kind, created_at, updated_at, conversation_id"
+                         " FROM personal_facts WHERE user = ?1 ORDER BY key LIMIT ?2",
+    [ST_PERSONAL_STATS] = "SELECT count(DISTINCT user), coalesce(sum(kind = 'fact'), 0),"
+                          " coalesce(sum(kind = 'note'), 0) FROM personal_facts",
     [ST_METRICS_HISTORY] =
         "SELECT period, name, sum(value) FROM"
         " (SELECT (minute / ?1) * ?1 AS period, name, value FROM metrics_minutes)"
