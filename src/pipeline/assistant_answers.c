@@ -132,6 +132,29 @@ static int list_facts(struct turn *t, const json_t *facts, struct keel_buf *b)
     return rc;
 }
 
+/* A personal tool's status -> the pack's message key and the text used when
+ * the pack has none; the cases that also look at the fact come first in
+ * compose_personal. */
+static const struct {
+    const char *status, *key, *fallback;
+} personal_says[] = {
+    {"stored", "personal_stored", "Got it: your {key} is {value}. I'll remember that."},
+    {"replaced", "personal_replaced", "Updated: your {key} is now {value} (it was {previous})."},
+    {"unchanged", "personal_unchanged", "I already had that: your {key} is {value}."},
+    {"removed", "personal_removed", "Done: I've forgotten your {key} (it was {previous})."},
+    {"not_found", "personal_not_found", "I had nothing stored as your {key}."},
+    {"refused", "personal_refused", "I won't store that: {reason}."},
+    {"full", "personal_full",
+     "I can't remember more than {max} things for you; ask me to forget one first."},
+    {"forbidden", "personal_forbidden",
+     "Your role ({role}) may not do that ({tool} needs write access)."},
+    {"invalid", "personal_unavailable", "I can't do that here: {reason}."},
+    {"unavailable", "personal_unavailable", "I can't do that here: {reason}."},
+    {NULL, "personal_help",
+     "I can remember things you tell me, like \u201cmy favourite drink is tea\u201d, and answer "
+     "\u201cwhat's my favourite drink?\u201d."},
+};
+
 static int compose_personal(struct turn *t, const json_t *r, struct keel_buf *b)
 {
     const char *status = str(r, "status");
@@ -141,6 +164,7 @@ static int compose_personal(struct turn *t, const json_t *r, struct keel_buf *b)
                             str(r, "role"), max, str(r, "tool")};
     const char *tool = t->route_tool ? t->route_tool : "";
     const char *key, *fallback;
+    size_t i;
 
     snprintf(max, sizeof(max), "%lld", (long long)json_integer_value(json_object_get(r, "max")));
     if (!strcmp(tool, "recall_memory") && json_object_get(r, "facts"))
@@ -159,40 +183,14 @@ static int compose_personal(struct turn *t, const json_t *r, struct keel_buf *b)
                                                            "kind"), "note")) {
         key = "personal_noted";
         fallback = "Noted: \u201c{value}\u201d.";
-    } else if (!strcmp(status, "stored")) {
-        key = "personal_stored";
-        fallback = "Got it: your {key} is {value}. I'll remember that.";
-    } else if (!strcmp(status, "replaced")) {
-        key = "personal_replaced";
-        fallback = "Updated: your {key} is now {value} (it was {previous}).";
-    } else if (!strcmp(status, "unchanged")) {
-        key = "personal_unchanged";
-        fallback = "I already had that: your {key} is {value}.";
     } else if (!strcmp(status, "removed") && !strncmp(str(r, "key"), "note: ", 6)) {
         key = "personal_removed_note";
         fallback = "Done: I've forgotten \u201c{previous}\u201d.";
-    } else if (!strcmp(status, "removed")) {
-        key = "personal_removed";
-        fallback = "Done: I've forgotten your {key} (it was {previous}).";
-    } else if (!strcmp(status, "not_found")) {
-        key = "personal_not_found";
-        fallback = "I had nothing stored as your {key}.";
-    } else if (!strcmp(status, "refused")) {
-        key = "personal_refused";
-        fallback = "I won't store that: {reason}.";
-    } else if (!strcmp(status, "full")) {
-        key = "personal_full";
-        fallback = "I can't remember more than {max} things for you; ask me to forget one first.";
-    } else if (!strcmp(status, "forbidden")) {
-        key = "personal_forbidden";
-        fallback = "Your role ({role}) may not do that ({tool} needs write access).";
-    } else if (!strcmp(status, "invalid") || !strcmp(status, "unavailable")) {
-        key = "personal_unavailable";
-        fallback = "I can't do that here: {reason}.";
     } else {
-        key = "personal_help";
-        fallback = "I can remember things you tell me, like \u201cmy favourite drink is "
-                   "tea\u201d, and answer \u201cwhat's my favourite drink?\u201d.";
+        for (i = 0; personal_says[i].status && strcmp(status, personal_says[i].status); i++)
+            ;
+        key = personal_says[i].key;
+        fallback = personal_says[i].fallback;
     }
     return fill(b, msg(t, key, fallback), names, values, 7);
 }
