@@ -14,28 +14,6 @@
 
 /* ---- compose ------------------------------------------------------------------ */
 
-/* Appends template `tmpl` with {name} replaced from names/values. */
-static int fill(struct keel_buf *b, const char *tmpl, const char *const *names,
-                const char *const *values, int n)
-{
-    int rc = KEEL_OK;
-
-    for (const char *p = tmpl; *p && !rc;) {
-        int done = 0;
-        for (int i = 0; *p == '{' && i < n && !done; i++) {
-            size_t len = strlen(names[i]);
-            if (!strncmp(p + 1, names[i], len) && p[len + 1] == '}') {
-                rc = keel_buf_adds(b, values[i] ? values[i] : "");
-                p += len + 2;
-                done = 1;
-            }
-        }
-        if (!done)
-            rc = keel_buf_addc(b, *p++);
-    }
-    return rc;
-}
-
 static const char *msg(const struct turn *t, const char *key, const char *fallback)
 {
     return config_message(&t->pl->cfg, key, fallback);
@@ -109,8 +87,9 @@ static int compose_command(struct turn *t, const json_t *r, struct keel_buf *b)
     if (!strcmp(which, "help"))
         return keel_buf_adds(b, msg(t, "help", "I can remember facts about you, convert units "
                                                "and currencies, and search the web."));
-    return fill(b, msg(t, "command_unknown", "I don't know the command \u201c{name}\u201d."),
-                names, values, 1);
+    return turn_template(b, msg(t, "command_unknown",
+                                "I don't know the command \u201c{name}\u201d."),
+                         names, values, 1);
 }
 
 /* "your favourite drink: tea" lines of every fact. */
@@ -192,7 +171,7 @@ static int compose_personal(struct turn *t, const json_t *r, struct keel_buf *b)
         key = personal_says[i].key;
         fallback = personal_says[i].fallback;
     }
-    return fill(b, msg(t, key, fallback), names, values, 7);
+    return turn_template(b, msg(t, key, fallback), names, values, 7);
 }
 
 /* "5 kilometres", "5 feet 10 inches", "100 USD". */
@@ -247,31 +226,36 @@ static int compose_convert(struct turn *t, const json_t *r, struct keel_buf *b)
             const char *rv[] = {str(rates, "date"), str(rates, "base"), str(rates, "note")};
             if ((rc = keel_buf_adds(b, "\n")))
                 return rc;
-            return fill(b, msg(t, "convert_rates", "Rates as of {date} (base {base}): {note}."),
-                        rn, rv, 3);
+            return turn_template(b, msg(t, "convert_rates",
+                                        "Rates as of {date} (base {base}): {note}."),
+                                 rn, rv, 3);
         }
         return KEEL_OK;
     }
     if (!strcmp(status, "unknown_unit"))
-        return fill(b, msg(t, "convert_unknown_unit", "I don't know the unit \u201c{unknown}\u201d."),
-                    names, values, 6);
+        return turn_template(b, msg(t, "convert_unknown_unit",
+                                    "I don't know the unit \u201c{unknown}\u201d."),
+                             names, values, 6);
     if (!strcmp(status, "unknown_currency"))
-        return fill(b, msg(t, "convert_unknown_currency",
-                           "I don't have a rate for the currency \u201c{unknown}\u201d."),
-                    names, values, 6);
+        return turn_template(b, msg(t, "convert_unknown_currency",
+                                    "I don't have a rate for the currency \u201c{unknown}\u201d."),
+                             names, values, 6);
     if (!strcmp(status, "incompatible"))
-        return fill(b, msg(t, "convert_incompatible",
-                           "I can't convert {from_kind} ({from}) to {to_kind} ({to})."),
-                    names, values, 6);
+        return turn_template(b, msg(t, "convert_incompatible",
+                                    "I can't convert {from_kind} ({from}) to {to_kind} ({to})."),
+                             names, values, 6);
     if (!strcmp(status, "mixed"))
-        return fill(b, msg(t, "convert_mixed", "The amount mixes units of different kinds."),
-                    names, values, 6);
+        return turn_template(b, msg(t, "convert_mixed",
+                                    "The amount mixes units of different kinds."),
+                             names, values, 6);
     if (!strcmp(status, "forbidden") || !strcmp(status, "unavailable") ||
         !strcmp(status, "invalid"))
-        return fill(b, msg(t, "convert_unavailable", "I can't convert here."), names, values, 6);
-    return fill(b, msg(t, "convert_none", "I couldn't read a conversion there. Try \u201c5 km to "
-                                          "miles\u201d or \u201c100 usd in eur\u201d."),
-                names, values, 6);
+        return turn_template(b, msg(t, "convert_unavailable",
+                                    "I can't convert here."), names, values, 6);
+    return turn_template(b, msg(t, "convert_none",
+                                "I couldn't read a conversion there. Try \u201c5 km to "
+                                "miles\u201d or \u201c100 usd in eur\u201d."),
+                         names, values, 6);
 }
 
 int route_compose(struct turn *t, struct keel_buf *b)
@@ -319,19 +303,22 @@ int route_compose_web(struct turn *t, const struct sub_result *r, struct keel_bu
     int rc;
 
     if (!json_is_true(json_object_get(r->outcome, "configured")))
-        return fill(b, msg(t, "websearch_unconfigured",
-                           "Web search is not configured, so I can't look up \u201c{query}\u201d."),
-                    names, values, 2);
+        return turn_template(b, msg(t, "websearch_unconfigured",
+                                    "Web search is not configured, so I can't look up "
+                                    "\u201c{query}\u201d."),
+                             names, values, 2);
     if (json_is_true(json_object_get(r->outcome, "failed")))
-        return fill(b, msg(t, "websearch_failed",
-                           "The web search failed ({reason}), so I have no answer for "
-                           "\u201c{query}\u201d."),
-                    names, values, 2);
+        return turn_template(b, msg(t, "websearch_failed",
+                                    "The web search failed ({reason}), so I have no answer for "
+                                    "\u201c{query}\u201d."),
+                             names, values, 2);
     if (!json_array_size(r->items))
-        return fill(b, msg(t, "websearch_none", "The web search found nothing for \u201c{query}\u201d."),
-                    names, values, 2);
-    if ((rc = fill(b, msg(t, "websearch_found", "From the web, on \u201c{query}\u201d:"), names,
-                   values, 2)))
+        return turn_template(b, msg(t, "websearch_none",
+                                    "The web search found nothing for \u201c{query}\u201d."),
+                             names, values, 2);
+    if ((rc = turn_template(b, msg(t, "websearch_found",
+                                   "From the web, on \u201c{query}\u201d:"), names,
+                            values, 2)))
         return rc;
     json_array_foreach(r->items, i, item) {
         int n = compose_cite(t, item);
