@@ -14,28 +14,6 @@
 
 /* ---- compose ------------------------------------------------------------------ */
 
-/* Appends template `tmpl` with {name} replaced from names/values. */
-static int fill(struct keel_buf *b, const char *tmpl, const char *const *names,
-                const char *const *values, int n)
-{
-    int rc = KEEL_OK;
-
-    for (const char *p = tmpl; *p && !rc;) {
-        int done = 0;
-        for (int i = 0; *p == '{' && i < n && !done; i++) {
-            size_t len = strlen(names[i]);
-            if (!strncmp(p + 1, names[i], len) && p[len + 1] == '}') {
-                rc = keel_buf_adds(b, values[i] ? values[i] : "");
-                p += len + 2;
-                done = 1;
-            }
-        }
-        if (!done)
-            rc = keel_buf_addc(b, *p++);
-    }
-    return rc;
-}
-
 static const char *msg(const struct turn *t, const char *key, const char *fallback)
 {
     return config_message(&t->pl->cfg, key, fallback);
@@ -109,8 +87,9 @@ static int compose_command(struct turn *t, const json_t *r, struct keel_buf *b)
     if (!strcmp(which, "help"))
         return keel_buf_adds(b, msg(t, "help", "I can remember facts about you, convert units "
                                                "and currencies, and search the web."));
-    return fill(b, msg(t, "command_unknown", "I don't know the command \u201c{name}\u201d."),
-                names, values, 1);
+    return turn_template(b, msg(t, "command_unknown",
+                                "I don't know the command \u201c{name}\u201d."),
+                         names, values, 1);
 }
 
 /* "your favourite drink: tea" lines of every fact. */
@@ -132,6 +111,29 @@ static int list_facts(struct turn *t, const json_t *facts, struct keel_buf *b)
     return rc;
 }
 
+/* A personal tool's status -> the pack's message key and the text used when
+ * the pack has none; the cases that also look at the fact come first in
+ * compose_personal. */
+static const struct {
+    const char *status, *key, *fallback;
+} personal_says[] = {
+    {"stored", "personal_stored", "Got it: your {key} is {value}. I'll remember that."},
+    {"replaced", "personal_replaced", "Updated: your {key} is now {value} (it was {previous})."},
+    {"unchanged", "personal_unchanged", "I already had that: your {key} is {value}."},
+    {"removed", "personal_removed", "Done: I've forgotten your {key} (it was {previous})."},
+    {"not_found", "personal_not_found", "I had nothing stored as your {key}."},
+    {"refused", "personal_refused", "I won't store that: {reason}."},
+    {"full", "personal_full",
+     "I can't remember more than {max} things for you; ask me to forget one first."},
+    {"forbidden", "personal_forbidden",
+     "Your role ({role}) may not do that ({tool} needs write access)."},
+    {"invalid", "personal_unavailable", "I can't do that here: {reason}."},
+    {"unavailable", "personal_unavailable", "I can't do that here: {reason}."},
+    {NULL, "personal_help",
+     "I can remember things you tell me, like \u201cmy favourite drink is tea\u201d, and answer "
+     "\u201cwhat's my favourite drink?\u201d."},
+};
+
 static int compose_personal(struct turn *t, const json_t *r, struct keel_buf *b)
 {
     const char *status = str(r, "status");
@@ -141,6 +143,7 @@ static int compose_personal(struct turn *t, const json_t *r, struct keel_buf *b)
                             str(r, "role"), max, str(r, "tool")};
     const char *tool = t->route_tool ? t->route_tool : "";
     const char *key, *fallback;
+    size_t i;
 
     snprintf(max, sizeof(max), "%lld", (long long)json_integer_value(json_object_get(r, "max")));
     if (!strcmp(tool, "recall_memory") && json_object_get(r, "facts"))
@@ -159,42 +162,16 @@ static int compose_personal(struct turn *t, const json_t *r, struct keel_buf *b)
                                                            "kind"), "note")) {
         key = "personal_noted";
         fallback = "Noted: \u201c{value}\u201d.";
-    } else if (!strcmp(status, "stored")) {
-        key = "personal_stored";
-        fallback = "Got it: your {key} is {value}. I'll remember that.";
-    } else if (!strcmp(status, "replaced")) {
-        key = "personal_replaced";
-        fallback = "Updated: your {key} is now {value} (it was {previous}).";
-    } else if (!strcmp(status, "unchanged")) {
-        key = "personal_unchanged";
-        fallback = "I already had that: your {key} is {value}.";
     } else if (!strcmp(status, "removed") && !strncmp(str(r, "key"), "note: ", 6)) {
         key = "personal_removed_note";
         fallback = "Done: I've forgotten \u201c{previous}\u201d.";
-    } else if (!strcmp(status, "removed")) {
-        key = "personal_removed";
-        fallback = "Done: I've forgotten your {key} (it was {previous}).";
-    } else if (!strcmp(status, "not_found")) {
-        key = "personal_not_found";
-        fallback = "I had nothing stored as your {key}.";
-    } else if (!strcmp(status, "refused")) {
-        key = "personal_refused";
-        fallback = "I won't store that: {reason}.";
-    } else if (!strcmp(status, "full")) {
-        key = "personal_full";
-        fallback = "I can't remember more than {max} things for you; ask me to forget one first.";
-    } else if (!strcmp(status, "forbidden")) {
-        key = "personal_forbidden";
-        fallback = "Your role ({role}) may not do that ({tool} needs write access).";
-    } else if (!strcmp(status, "invalid") || !strcmp(status, "unavailable")) {
-        key = "personal_unavailable";
-        fallback = "I can't do that here: {reason}.";
     } else {
-        key = "personal_help";
-        fallback = "I can remember things you tell me, like \u201cmy favourite drink is "
-                   "tea\u201d, and answer \u201cwhat's my favourite drink?\u201d.";
+        for (i = 0; personal_says[i].status && strcmp(status, personal_says[i].status); i++)
+            ;
+        key = personal_says[i].key;
+        fallback = personal_says[i].fallback;
     }
-    return fill(b, msg(t, key, fallback), names, values, 7);
+    return turn_template(b, msg(t, key, fallback), names, values, 7);
 }
 
 /* "5 kilometres", "5 feet 10 inches", "100 USD". */
@@ -249,31 +226,36 @@ static int compose_convert(struct turn *t, const json_t *r, struct keel_buf *b)
             const char *rv[] = {str(rates, "date"), str(rates, "base"), str(rates, "note")};
             if ((rc = keel_buf_adds(b, "\n")))
                 return rc;
-            return fill(b, msg(t, "convert_rates", "Rates as of {date} (base {base}): {note}."),
-                        rn, rv, 3);
+            return turn_template(b, msg(t, "convert_rates",
+                                        "Rates as of {date} (base {base}): {note}."),
+                                 rn, rv, 3);
         }
         return KEEL_OK;
     }
     if (!strcmp(status, "unknown_unit"))
-        return fill(b, msg(t, "convert_unknown_unit", "I don't know the unit \u201c{unknown}\u201d."),
-                    names, values, 6);
+        return turn_template(b, msg(t, "convert_unknown_unit",
+                                    "I don't know the unit \u201c{unknown}\u201d."),
+                             names, values, 6);
     if (!strcmp(status, "unknown_currency"))
-        return fill(b, msg(t, "convert_unknown_currency",
-                           "I don't have a rate for the currency \u201c{unknown}\u201d."),
-                    names, values, 6);
+        return turn_template(b, msg(t, "convert_unknown_currency",
+                                    "I don't have a rate for the currency \u201c{unknown}\u201d."),
+                             names, values, 6);
     if (!strcmp(status, "incompatible"))
-        return fill(b, msg(t, "convert_incompatible",
-                           "I can't convert {from_kind} ({from}) to {to_kind} ({to})."),
-                    names, values, 6);
+        return turn_template(b, msg(t, "convert_incompatible",
+                                    "I can't convert {from_kind} ({from}) to {to_kind} ({to})."),
+                             names, values, 6);
     if (!strcmp(status, "mixed"))
-        return fill(b, msg(t, "convert_mixed", "The amount mixes units of different kinds."),
-                    names, values, 6);
+        return turn_template(b, msg(t, "convert_mixed",
+                                    "The amount mixes units of different kinds."),
+                             names, values, 6);
     if (!strcmp(status, "forbidden") || !strcmp(status, "unavailable") ||
         !strcmp(status, "invalid"))
-        return fill(b, msg(t, "convert_unavailable", "I can't convert here."), names, values, 6);
-    return fill(b, msg(t, "convert_none", "I couldn't read a conversion there. Try \u201c5 km to "
-                                          "miles\u201d or \u201c100 usd in eur\u201d."),
-                names, values, 6);
+        return turn_template(b, msg(t, "convert_unavailable",
+                                    "I can't convert here."), names, values, 6);
+    return turn_template(b, msg(t, "convert_none",
+                                "I couldn't read a conversion there. Try \u201c5 km to "
+                                "miles\u201d or \u201c100 usd in eur\u201d."),
+                         names, values, 6);
 }
 
 int route_compose(struct turn *t, struct keel_buf *b)
@@ -321,19 +303,22 @@ int route_compose_web(struct turn *t, const struct sub_result *r, struct keel_bu
     int rc;
 
     if (!json_is_true(json_object_get(r->outcome, "configured")))
-        return fill(b, msg(t, "websearch_unconfigured",
-                           "Web search is not configured, so I can't look up \u201c{query}\u201d."),
-                    names, values, 2);
+        return turn_template(b, msg(t, "websearch_unconfigured",
+                                    "Web search is not configured, so I can't look up "
+                                    "\u201c{query}\u201d."),
+                             names, values, 2);
     if (json_is_true(json_object_get(r->outcome, "failed")))
-        return fill(b, msg(t, "websearch_failed",
-                           "The web search failed ({reason}), so I have no answer for "
-                           "\u201c{query}\u201d."),
-                    names, values, 2);
+        return turn_template(b, msg(t, "websearch_failed",
+                                    "The web search failed ({reason}), so I have no answer for "
+                                    "\u201c{query}\u201d."),
+                             names, values, 2);
     if (!json_array_size(r->items))
-        return fill(b, msg(t, "websearch_none", "The web search found nothing for \u201c{query}\u201d."),
-                    names, values, 2);
-    if ((rc = fill(b, msg(t, "websearch_found", "From the web, on \u201c{query}\u201d:"), names,
-                   values, 2)))
+        return turn_template(b, msg(t, "websearch_none",
+                                    "The web search found nothing for \u201c{query}\u201d."),
+                             names, values, 2);
+    if ((rc = turn_template(b, msg(t, "websearch_found",
+                                   "From the web, on \u201c{query}\u201d:"), names,
+                            values, 2)))
         return rc;
     json_array_foreach(r->items, i, item) {
         int n = compose_cite(t, item);

@@ -48,19 +48,6 @@ void route_redecide(struct turn *t)
         t->decision = raw;
 }
 
-void turn_tool_env(struct turn *t, struct tool_env *env)
-{
-    memset(env, 0, sizeof(*env));
-    env->store = t->pl->store;
-    env->web = t->pl->web;
-    env->cfg = &t->pl->cfg;
-    env->providers = t->pl->providers;
-    env->handlers = t->pl->handlers;
-    env->user = t->user;
-    env->pending = &t->pending;
-    env->scenario = &t->scenario;
-}
-
 static int oom(struct keel_error *err)
 {
     return keel_error_set(err, KEEL_ENOMEM, "resolve", "out of memory");

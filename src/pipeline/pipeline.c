@@ -292,6 +292,21 @@ int pipeline_ingest_sample(struct pipeline *pl, long *ingested, struct keel_erro
     return rc;
 }
 
+/* ---- a turn's tools -------------------------------------------------------- */
+
+void turn_tool_env(struct turn *t, struct tool_env *env)
+{
+    memset(env, 0, sizeof(*env));
+    env->store = t->pl->store;
+    env->web = t->pl->web;
+    env->cfg = &t->pl->cfg;
+    env->providers = t->pl->providers;
+    env->handlers = t->pl->handlers;
+    env->user = t->user;
+    env->pending = &t->pending;
+    env->scenario = &t->scenario;
+}
+
 /* ---- events ---------------------------------------------------------------- */
 
 int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,

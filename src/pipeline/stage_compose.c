@@ -19,9 +19,8 @@
 #define PASSAGES_PER_ANSWER 3
 #define ABSTRACT_SENTENCE_MAX 300
 
-/* Appends template `tmpl` with {name} replaced from names/values. */
-static int add_template(struct keel_buf *b, const char *tmpl, const char *const *names,
-                        const char *const *values, int n)
+int turn_template(struct keel_buf *b, const char *tmpl, const char *const *names,
+                  const char *const *values, int n)
 {
     int rc = KEEL_OK;
 
@@ -31,7 +30,7 @@ static int add_template(struct keel_buf *b, const char *tmpl, const char *const 
             for (int i = 0; i < n && !done; i++) {
                 size_t len = strlen(names[i]);
                 if (!strncmp(p + 1, names[i], len) && p[len + 1] == '}') {
-                    rc = keel_buf_adds(b, values[i]);
+                    rc = keel_buf_adds(b, values[i] ? values[i] : "");
                     p += len + 2;
                     done = 1;
                 }
@@ -99,14 +98,14 @@ static int compose_papers(struct turn *t, const struct sub_result *r, struct kee
     filters_text(r->args, filters, sizeof(filters));
     snprintf(count, sizeof(count), "%zu", n);
     if (!n)
-        return add_template(b, message(t, "papers_none",
-                                       "I found no papers on \u201c{query}\u201d{filters} in the library."),
-                            names, values, 3);
-    if ((rc = add_template(b, n == 1 ? message(t, "paper_found",
-                                               "I found 1 paper on \u201c{query}\u201d{filters}:")
-                                     : message(t, "papers_found",
-                                               "I found {n} papers on \u201c{query}\u201d{filters}:"),
-                           names, values, 3)))
+        return turn_template(b, message(t, "papers_none",
+                                        "I found no papers on \u201c{query}\u201d{filters} in the library."),
+                             names, values, 3);
+    if ((rc = turn_template(b, n == 1 ? message(t, "paper_found",
+                                                "I found 1 paper on \u201c{query}\u201d{filters}:")
+                                      : message(t, "papers_found",
+                                                "I found {n} papers on \u201c{query}\u201d{filters}:"),
+                            names, values, 3)))
         return rc;
     json_array_foreach(r->items, i, paper) {
         int number = compose_cite(t, paper);
@@ -301,10 +300,10 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
         used++;
     }
     if (!used)
-        return add_template(b, message(t, "rag_none",
-                                       "I couldn't find an answer to \u201c{query}\u201d in our "
-                                       "materials."),
-                            names, values, 1);
+        return turn_template(b, message(t, "rag_none",
+                                        "I couldn't find an answer to \u201c{query}\u201d in our "
+                                        "materials."),
+                             names, values, 1);
     return KEEL_OK;
 }
 
@@ -315,15 +314,15 @@ static int compose_conversation(struct turn *t, struct keel_buf *b)
     const char *values[] = {st->research_topic, st->research_question};
 
     if (st->research_topic[0] || st->research_question[0])
-        return add_template(b, message(t, st->research_topic[0] ? "conversation_topic"
-                                                                : "conversation_question",
-                                       st->research_topic[0]
-                                           ? "Your research topic is \u201c{topic}\u201d. Ask me to "
-                                             "find papers on it, for example \u201cfind recent "
-                                             "papers on this topic\u201d."
-                                           : "Your research question is \u201c{question}\u201d. "
-                                             "Ask me to find papers on it."),
-                            names, values, 2);
+        return turn_template(b, message(t, st->research_topic[0] ? "conversation_topic"
+                                                                 : "conversation_question",
+                                        st->research_topic[0]
+                                            ? "Your research topic is \u201c{topic}\u201d. Ask me to "
+                                              "find papers on it, for example \u201cfind recent "
+                                              "papers on this topic\u201d."
+                                            : "Your research question is \u201c{question}\u201d. "
+                                              "Ask me to find papers on it."),
+                             names, values, 2);
     t->answer_key = "conversation";
     return keel_buf_adds(b, message(t, "conversation",
                                     "I answer from the sources I can search. Ask me to find "
@@ -414,10 +413,10 @@ int compose_providers_note(struct turn *t, struct keel_buf *out)
         const char *values[] = {names};
         int rc = keel_buf_adds(out, "\n\n");
         return rc ? rc
-                  : add_template(out, message(t, "providers_failed",
-                                              "Note: {sources} did not answer, so these results "
-                                              "may be incomplete."),
-                                 names_v, values, 1);
+                  : turn_template(out, message(t, "providers_failed",
+                                               "Note: {sources} did not answer, so these results "
+                                               "may be incomplete."),
+                                  names_v, values, 1);
     }
 }
 

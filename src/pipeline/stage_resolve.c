@@ -19,6 +19,16 @@
 
 #include "pipeline/turn.h"
 
+/* Whether `tool`'s schema has the argument `name`: a passage search takes
+ * "top_k" where the other searches take "count". */
+static int takes(const struct tool_def *tool, const char *name)
+{
+    for (const struct tool_arg *a = tool->args; a && a->name; a++)
+        if (!strcmp(a->name, name))
+            return 1;
+    return 0;
+}
+
 static json_t *proposed_args(const struct turn *t, const struct tool_def *tool, const char *text)
 {
     char refined[STATE_TEXT_MAX];
@@ -26,7 +36,7 @@ static json_t *proposed_args(const struct turn *t, const struct tool_def *tool, 
 
     turn_refine(t, text, refined, sizeof(refined));
     args = json_pack("{s:s}", "query", refined);
-    if (args && !strcmp(tool->name, "rag_search")) {
+    if (args && takes(tool, "top_k")) {
         char focus[STATE_TEXT_MAX];
         turn_focus(t, text, focus, sizeof(focus));
         json_object_set_new(args, "top_k", json_integer(t->pl->cfg.top_k));
@@ -54,7 +64,7 @@ static void policy_override(const struct turn *t, const struct tool_def *tool, j
         if (d->search.year_to)
             json_object_set_new(args, "year_to", json_integer(d->search.year_to));
     } else {
-        json_object_set_new(args, strcmp(tool->name, "rag_search") ? "count" : "top_k",
+        json_object_set_new(args, takes(tool, "top_k") ? "top_k" : "count",
                             json_integer(d->search.count));
     }
 }

@@ -241,6 +241,13 @@ int route_compose_web(struct turn *t, const struct sub_result *r, struct keel_bu
  * providers, the handlers, the user and the pending personal change. */
 void turn_tool_env(struct turn *t, struct tool_env *env);
 
+/* Appends template `tmpl` to `b` with each {name} replaced by the value of
+ * that index in names/values (n pairs; a NULL value writes nothing); other
+ * text, and a brace that names none of them, is copied as is (stage_compose.c).
+ * Returns KEEL_ENOMEM when `b` cannot grow, with part of the text appended. */
+int turn_template(struct keel_buf *b, const char *tmpl, const char *const *names,
+                  const char *const *values, int n);
+
 /* Emits an event of the running stage. `kind` is start|end|info|token|
  * error; `key` ("resolve.search", or NULL for the stage itself) picks the
  * user text from the pack's event mapping: mapped events have level
