@@ -105,6 +105,12 @@ struct sqlite_store {
 void sqlite_write_lock(struct sqlite_store *st);
 void sqlite_write_unlock(struct sqlite_store *st);
 
+/* The same mutex for code that holds no store (the checkpointer's own
+ * connection): lock_path takes the mutex of the file at `path` and
+ * returns its stripe, which unlock_stripe gives back. */
+int sqlite_write_lock_path(const char *path);
+void sqlite_write_unlock_stripe(int stripe);
+
 /* Helpers of store_sqlite.c shared with store_sqlite_conv.c. */
 
 /* Fills `err` from the connection's last error (KEEL_ENOMEM or KEEL_EIO)

@@ -66,3 +66,18 @@ void sqlite_write_unlock(struct sqlite_store *st)
     st->write_locked = 0;
     pthread_mutex_unlock(&stripes[st->write_stripe]);
 }
+
+int sqlite_write_lock_path(const char *path)
+{
+    int stripe;
+
+    pthread_once(&stripes_once, stripes_init);
+    stripe = stripe_of(path);
+    pthread_mutex_lock(&stripes[stripe]);
+    return stripe;
+}
+
+void sqlite_write_unlock_stripe(int stripe)
+{
+    pthread_mutex_unlock(&stripes[stripe]);
+}
