@@ -16,7 +16,8 @@ static const char *const syllables[] = {"ka", "lo", "mi", "ne", "ru", "ta", "so"
 static char vocabulary[N_WORDS][8];
 static int vocabulary_ready;
 
-static uint64_t rng = 0x6b65656cu;
+/* Per thread: the pipeline group runs turns on several threads. */
+static _Thread_local uint64_t rng = 0x6b65656cu;
 
 void bench_seed(uint64_t seed)
 {

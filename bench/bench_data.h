@@ -10,8 +10,9 @@
 
 #include "core/buf.h"
 
-/* Restarts the generator; a group seeds it first so its data does not
- * depend on which groups ran before it. */
+/* Restarts the calling thread's generator (each thread has its own); a
+ * group seeds it first so its data does not depend on which groups ran
+ * before it. */
 void bench_seed(uint64_t seed);
 
 /* The next 31-bit value. */

@@ -34,10 +34,16 @@
  * BENCH_VARIANT=turn (or turn_full) runs one variant only and
  * BENCH_TURNS=N caps the timed turns (for a profiler).
  *
+ * BENCH_THREADS=N (1 to 8; default 1) runs the turns on N threads, each
+ * with a store connection and pipelines of its own, as `keel serve`'s
+ * workers have: turns_per_s is then of all threads together, the
+ * percentiles of all their turns, and "threads" in the line says N.
+ *
  * BENCH_STAGES=1 adds a line per variant with the mean time of each
  * stage, measured between the stages' start events (publish includes
  * the commit and building the result).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -482,89 +488,172 @@ static int by_value(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* One thread of turns: its own store connection (as a server worker has)
+ * and pipelines, its own conversations and random sequence, its samples
+ * in its own slice of the variant's array. */
+struct worker {
+    pthread_t thread;
+    int index;
+    const char *path;
+    struct run r;
+    struct stage_clock stages;
+    int want_stages;
+    uint64_t *samples;              /* its slice */
+    size_t max, n;                  /* slice size, turns timed */
+    pthread_barrier_t *ready, *go;  /* warmed up; timing started */
+    const uint64_t *start;          /* set by the main thread between the two */
+    int rc;
+    char failed[400];
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    char packs[4096];
+    struct store *store = NULL;
+    struct keel_error err = {0};
+    int ok = 0;
+
+    snprintf(packs, sizeof(packs), "%s/packs", bench_root());
+    if (!store_open(w->path, &store, &err)) {
+        struct pipeline_options scholar = {.packs_dir = packs, .pack = "scholar", .store = store,
+                                           .llm = {"none", NULL, NULL}, .websearch_url = "none"};
+        struct pipeline_options payer = {.packs_dir = packs, .pack = "payer", .store = store,
+                                         .llm = {"none", NULL, NULL}, .websearch_url = "none"};
+        ok = !pipeline_new(&scholar, &w->r.pl[SCHOLAR], &err) &&
+             !pipeline_new(&payer, &w->r.pl[PAYER], &err);
+    }
+    if (!ok)
+        snprintf(w->failed, sizeof(w->failed), "%.100s: %.250s", err.field, err.message);
+    /* the same conversations for every variant; thread 0 as a lone thread */
+    bench_seed(0x7475726eu + 7919u * (uint64_t)w->index);
+    for (int i = 0; ok && i < WARMUP_TURNS; i++)
+        ok = !one_turn(&w->r, &w->samples[0]);
+    memset(&w->r.mix, 0, sizeof(w->r.mix));
+    if (w->want_stages)
+        w->r.stages = &w->stages;
+    pthread_barrier_wait(w->ready);
+    pthread_barrier_wait(w->go);
+    while (ok && w->n < w->max && bench_now_ns() - *w->start < BUDGET_NS) {
+        if (one_turn(&w->r, &w->samples[w->n]))
+            ok = 0;
+        else
+            w->n++;
+    }
+    w->rc = !ok;
+    pipeline_free(w->r.pl[SCHOLAR]);
+    pipeline_free(w->r.pl[PAYER]);
+    store_close(store);
+    return NULL;
+}
+
+/* BENCH_THREADS (1 to 8), else 1. */
+static int thread_count(void)
+{
+    const char *env = getenv("BENCH_THREADS");
+    long n = env && *env ? strtol(env, NULL, 10) : 1;
+
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
 static int run_variant(const struct variant *v, const char *path, long n_chunks,
                        uint64_t *samples)
 {
-    char packs[4096];
-    struct store *store = NULL;
-    struct keel_error err;
-    struct run r;
-    struct stage_clock stages;
     const char *want_stages = getenv("BENCH_STAGES");
     const char *want_turns = getenv("BENCH_TURNS");
     size_t max_turns = want_turns && strtol(want_turns, NULL, 10) > 0 &&
                                strtol(want_turns, NULL, 10) < MAX_TURNS
                            ? (size_t)strtol(want_turns, NULL, 10)
                            : MAX_TURNS;
-    uint64_t start, wall;
+    int threads = thread_count(), started = 0, rc = 1, reset;
+    struct worker *workers = calloc((size_t)threads, sizeof(*workers));
+    pthread_barrier_t ready, go;
+    struct mix mix = {0};
+    struct stage_clock stages = {0};
+    uint64_t start = 0, wall;
     size_t n = 0;
     double rss, tps, p50, p99;
-    int rc = 1, reset;
 
-    memset(&r, 0, sizeof(r));
-    memset(&stages, 0, sizeof(stages));
+    if (!workers)
+        return 1;
     if (v->sync)
         setenv("KEEL_DB_SYNC", v->sync, 1);
     else
         unsetenv("KEEL_DB_SYNC");
-    snprintf(packs, sizeof(packs), "%s/packs", bench_root());
-    if (store_open(path, &store, &err))
-        goto fail;
-    {
-        struct pipeline_options scholar = {.packs_dir = packs, .pack = "scholar", .store = store,
-                                           .llm = {"none", NULL, NULL}, .websearch_url = "none"};
-        struct pipeline_options payer = {.packs_dir = packs, .pack = "payer", .store = store,
-                                         .llm = {"none", NULL, NULL}, .websearch_url = "none"};
-        if (pipeline_new(&scholar, &r.pl[SCHOLAR], &err) ||
-            pipeline_new(&payer, &r.pl[PAYER], &err))
-            goto fail;
+    pthread_barrier_init(&ready, NULL, (unsigned)threads + 1);
+    pthread_barrier_init(&go, NULL, (unsigned)threads + 1);
+    for (int i = 0; i < threads; i++) {
+        struct worker *w = &workers[i];
+        w->index = i;
+        w->path = path;
+        w->want_stages = want_stages && !strcmp(want_stages, "1");
+        w->max = max_turns / (size_t)threads;
+        w->samples = samples + (size_t)i * w->max;
+        w->ready = &ready;
+        w->go = &go;
+        w->start = &start;
+        if (pthread_create(&w->thread, NULL, worker_main, w))
+            break;
+        started++;
     }
-    bench_seed(0x7475726eu);   /* the same conversations for every variant */
-    for (int i = 0; i < WARMUP_TURNS; i++)
-        if (one_turn(&r, &samples[0]))
-            goto out;
-    memset(&r.mix, 0, sizeof(r.mix));
-    if (want_stages && !strcmp(want_stages, "1"))
-        r.stages = &stages;
+    if (started < threads) {
+        /* the barriers wait for every thread: without them, give up */
+        fprintf(stderr, "keel-bench: %s: could not start %d threads\n", v->bench, threads);
+        exit(1);
+    }
+    pthread_barrier_wait(&ready);
     reset = reset_peak_rss();
     start = bench_now_ns();
-    while (n < max_turns && bench_now_ns() - start < BUDGET_NS) {
-        if (one_turn(&r, &samples[n]))
-            goto out;
-        n++;
-    }
+    pthread_barrier_wait(&go);
+    for (int i = 0; i < threads; i++)
+        pthread_join(workers[i].thread, NULL);
     wall = bench_now_ns() - start;
     rss = peak_rss_mb();
+    rc = 0;
+    for (int i = 0; i < threads; i++) {
+        struct worker *w = &workers[i];
+        if (w->rc) {
+            fprintf(stderr, "keel-bench: %s: thread %d: %s\n", v->bench, i,
+                    w->failed[0] ? w->failed : "a turn failed");
+            rc = 1;
+        }
+        memmove(samples + n, w->samples, w->n * sizeof(*samples));
+        n += w->n;
+        mix.turns[SCHOLAR] += w->r.mix.turns[SCHOLAR];
+        mix.turns[PAYER] += w->r.mix.turns[PAYER];
+        mix.new_conversations += w->r.mix.new_conversations;
+        mix.clarifications += w->r.mix.clarifications;
+        mix.tool_calls += w->r.mix.tool_calls;
+        for (int k = 0; k < N_STAGE_SLOTS; k++)
+            stages.ns[k] += w->stages.ns[k];
+    }
+    pthread_barrier_destroy(&ready);
+    pthread_barrier_destroy(&go);
+    free(workers);
+    if (rc || !n)
+        return 1;
     qsort(samples, n, sizeof(*samples), by_value);
     tps = (double)n * 1e9 / (double)wall;
     p50 = (double)samples[n / 2] / 1000.0;
     p99 = (double)samples[n * 99 / 100] / 1000.0;
     printf("{\"bench\": \"%s\", \"turns_per_s\": %.0f, \"p50_us\": %.0f, \"p99_us\": %.0f, "
-           "\"rss_mb\": %.1f, \"n\": %zu, \"synchronous\": \"%s\", \"note\": \"%s%s\", "
-           "\"papers\": %d, \"documents\": %d, \"chunks\": %ld, \"scholar_turns\": %ld, "
-           "\"payer_turns\": %ld, \"new_conversations\": %ld, \"clarifications\": %ld, "
-           "\"tool_calls\": %ld, \"meets_target\": %s}\n",
-           v->bench, tps, p50, p99, rss, n, v->mode, v->note,
+           "\"rss_mb\": %.1f, \"n\": %zu, \"threads\": %d, \"synchronous\": \"%s\", "
+           "\"note\": \"%s%s\", \"papers\": %d, \"documents\": %d, \"chunks\": %ld, "
+           "\"scholar_turns\": %ld, \"payer_turns\": %ld, \"new_conversations\": %ld, "
+           "\"clarifications\": %ld, \"tool_calls\": %ld, \"meets_target\": %s}\n",
+           v->bench, tps, p50, p99, rss, n, threads, v->mode, v->note,
            reset ? " (rss_mb: peak of the whole process, could not reset it)" : "", N_PAPERS,
-           N_DOCS, n_chunks, r.mix.turns[SCHOLAR], r.mix.turns[PAYER], r.mix.new_conversations,
-           r.mix.clarifications, r.mix.tool_calls,
+           N_DOCS, n_chunks, mix.turns[SCHOLAR], mix.turns[PAYER], mix.new_conversations,
+           mix.clarifications, mix.tool_calls,
            tps >= 5000 && p99 <= 2000 && rss >= 0 && rss <= 30 ? "true" : "false");
-    if (r.stages) {
+    if (want_stages && !strcmp(want_stages, "1")) {
         printf("{\"bench\": \"%s.stages\", \"unit\": \"mean_us\", \"n\": %zu", v->bench, n);
         for (int i = 0; i < N_STAGE_SLOTS; i++)
             printf(", \"%s\": %.1f", stage_names[i], (double)stages.ns[i] / 1000.0 / (double)n);
         printf("}\n");
     }
     fflush(stdout);
-    rc = 0;
-    goto out;
-fail:
-    fprintf(stderr, "keel-bench: %s: %s: %s\n", v->bench, err.field, err.message);
-out:
-    pipeline_free(r.pl[SCHOLAR]);
-    pipeline_free(r.pl[PAYER]);
-    store_close(store);
-    return rc;
+    return 0;
 }
 
 int bench_pipeline(void)

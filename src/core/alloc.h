@@ -31,7 +31,11 @@ char *keel_strndup(const char *s, size_t n);
 void keel_alloc_fail_after(long n, int sticky);
 
 /* Number of allocations made through the wrapper that have not been freed
- * yet (realloc counts as neither). Thread-safe. */
+ * yet (realloc counts as neither), counted while keel_alloc_count_live(1)
+ * is in force (tests switch it on: the count costs an atomic add on every
+ * allocation, shared by all threads). Compare two readings taken while it
+ * is on. Thread-safe. */
+void keel_alloc_count_live(int on);
 long keel_alloc_live(void);
 
 /* How many allocations have failed so far (injected or real). Code that
