@@ -500,8 +500,9 @@ struct worker {
     int want_stages;
     uint64_t *samples;              /* its slice */
     size_t max, n;                  /* slice size, turns timed */
-    pthread_barrier_t *ready, *go;  /* warmed up; timing started */
-    const uint64_t *start;          /* set by the main thread between the two */
+    pthread_barrier_t *ready, *go;  /* warmed up; timing started (NULL: a lone worker) */
+    uint64_t *start;                /* set by the main thread between the two */
+    int *rss_reset;                 /* reset_peak_rss() of that moment */
     int rc;
     char failed[400];
 };
@@ -532,8 +533,13 @@ static void *worker_main(void *arg)
     memset(&w->r.mix, 0, sizeof(w->r.mix));
     if (w->want_stages)
         w->r.stages = &w->stages;
-    pthread_barrier_wait(w->ready);
-    pthread_barrier_wait(w->go);
+    if (w->ready) {
+        pthread_barrier_wait(w->ready);
+        pthread_barrier_wait(w->go);
+    } else {
+        *w->rss_reset = reset_peak_rss();
+        *w->start = bench_now_ns();
+    }
     while (ok && w->n < w->max && bench_now_ns() - *w->start < BUDGET_NS) {
         if (one_turn(&w->r, &w->samples[w->n]))
             ok = 0;
@@ -565,7 +571,7 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
                                strtol(want_turns, NULL, 10) < MAX_TURNS
                            ? (size_t)strtol(want_turns, NULL, 10)
                            : MAX_TURNS;
-    int threads = thread_count(), started = 0, rc = 1, reset;
+    int threads = thread_count(), rc = 1, reset = -1;
     struct worker *workers = calloc((size_t)threads, sizeof(*workers));
     pthread_barrier_t ready, go;
     struct mix mix = {0};
@@ -580,8 +586,6 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
         setenv("KEEL_DB_SYNC", v->sync, 1);
     else
         unsetenv("KEEL_DB_SYNC");
-    pthread_barrier_init(&ready, NULL, (unsigned)threads + 1);
-    pthread_barrier_init(&go, NULL, (unsigned)threads + 1);
     for (int i = 0; i < threads; i++) {
         struct worker *w = &workers[i];
         w->index = i;
@@ -589,24 +593,33 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
         w->want_stages = want_stages && !strcmp(want_stages, "1");
         w->max = max_turns / (size_t)threads;
         w->samples = samples + (size_t)i * w->max;
-        w->ready = &ready;
+        w->ready = threads > 1 ? &ready : NULL;
         w->go = &go;
         w->start = &start;
-        if (pthread_create(&w->thread, NULL, worker_main, w))
-            break;
-        started++;
+        w->rss_reset = &reset;
     }
-    if (started < threads) {
-        /* the barriers wait for every thread: without them, give up */
-        fprintf(stderr, "keel-bench: %s: could not start %d threads\n", v->bench, threads);
-        exit(1);
+    if (threads == 1) {
+        /* on this thread: its heap is the one the data was built in, as a
+         * lone process's would be */
+        worker_main(&workers[0]);
+    } else {
+        pthread_barrier_init(&ready, NULL, (unsigned)threads + 1);
+        pthread_barrier_init(&go, NULL, (unsigned)threads + 1);
+        for (int i = 0; i < threads; i++)
+            if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i])) {
+                /* the barriers wait for every thread: without them, give up */
+                fprintf(stderr, "keel-bench: %s: could not start %d threads\n", v->bench, threads);
+                exit(1);
+            }
+        pthread_barrier_wait(&ready);
+        reset = reset_peak_rss();
+        start = bench_now_ns();
+        pthread_barrier_wait(&go);
+        for (int i = 0; i < threads; i++)
+            pthread_join(workers[i].thread, NULL);
+        pthread_barrier_destroy(&ready);
+        pthread_barrier_destroy(&go);
     }
-    pthread_barrier_wait(&ready);
-    reset = reset_peak_rss();
-    start = bench_now_ns();
-    pthread_barrier_wait(&go);
-    for (int i = 0; i < threads; i++)
-        pthread_join(workers[i].thread, NULL);
     wall = bench_now_ns() - start;
     rss = peak_rss_mb();
     rc = 0;
@@ -627,8 +640,6 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
         for (int k = 0; k < N_STAGE_SLOTS; k++)
             stages.ns[k] += w->stages.ns[k];
     }
-    pthread_barrier_destroy(&ready);
-    pthread_barrier_destroy(&go);
     free(workers);
     if (rc || !n)
         return 1;

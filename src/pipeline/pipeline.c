@@ -309,6 +309,28 @@ void turn_tool_env(struct turn *t, struct tool_env *env)
 
 /* ---- events ---------------------------------------------------------------- */
 
+/* A new reference to *cache, made from `text` on first use: a string
+ * (or the empty object) that every event of a turn carries is one value,
+ * not one per event. Events are only read once emitted. NULL when out of
+ * memory. */
+static json_t *shared_string(json_t **cache, const char *text)
+{
+    if (!*cache)
+        *cache = json_string(text);
+    return *cache ? json_incref(*cache) : NULL;
+}
+
+/* The slot of `kind` in turn.shared.kind; 4 for an unknown one. */
+static int kind_index(const char *kind)
+{
+    static const char *const kinds[4] = {"start", "end", "info", "token"};
+
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(kind, kinds[i]))
+            return i;
+    return 4;
+}
+
 int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
               const char *fmt, ...)
 {
@@ -333,16 +355,26 @@ int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
         ts_ms = t->now;
     }
     /* The same object json_pack("{s:s,s:i,…}") made, without reading a
-     * format each time. */
-    fields[0] = json_string(t->correlation_id);
+     * format each time, and with the strings every event of the turn
+     * repeats made once (shared_string). */
+    fields[0] = shared_string(&t->shared.correlation_id, t->correlation_id);
     fields[1] = json_integer(++t->event_seq);
-    fields[2] = json_string(t->stage_name);
-    fields[3] = json_string(kind);
-    fields[4] = json_string(user ? "both" : "technical");
+    if (t->shared.stage_name != t->stage_name) {
+        json_decref(t->shared.stage);
+        t->shared.stage = NULL;
+        t->shared.stage_name = t->stage_name;
+    }
+    fields[2] = shared_string(&t->shared.stage, t->stage_name);
+    fields[3] = shared_string(&t->shared.kind[kind_index(kind)], kind);
+    fields[4] = user ? shared_string(&t->shared.level[0], "both")
+                     : shared_string(&t->shared.level[1], "technical");
     fields[5] = json_string(message);
     fields[6] = user ? json_string(user) : json_null();
-    fields[7] = json_string(ts);
-    fields[8] = extra ? extra : json_object();
+    fields[7] = shared_string(&t->shared.ts, ts);
+    if (extra)
+        fields[8] = extra;
+    else if ((fields[8] = t->shared.no_extra ? t->shared.no_extra : json_object()))
+        t->shared.no_extra = json_incref(fields[8]);
     event = json_object();
     for (int i = 0; i < 9; i++) {
         static const char *const names[9] = {"correlation_id", "seq", "stage", "kind", "level",
@@ -419,6 +451,14 @@ static void turn_release(struct turn *t)
     state_release(&t->state);
     json_decref(t->deltas);
     json_decref(t->events);
+    json_decref(t->shared.correlation_id);
+    json_decref(t->shared.ts);
+    json_decref(t->shared.stage);
+    json_decref(t->shared.no_extra);
+    for (int i = 0; i < 5; i++)
+        json_decref(t->shared.kind[i]);
+    for (int i = 0; i < 2; i++)
+        json_decref(t->shared.level[i]);
     json_decref(t->tools_called);
     json_decref(t->tool_args);
     json_decref(t->sources);

@@ -85,10 +85,21 @@ static int unavailable(struct turn *t, int i, const char *why, struct keel_error
     return mark(t, i, SUB_UNAVAILABLE, err);
 }
 
+/* Whether any of `fields` contains `value`, case-insensitively. */
+static int names(const char *const fields[3], const char *value)
+{
+    for (int f = 0; f < 3; f++)
+        if (fields[f] && strcasestr(fields[f], value))
+            return 1;
+    return 0;
+}
+
 /* Seed 002's jurisdiction filter: with a needed slot known (the payer),
  * a passage that names another value of that slot and not this one is
  * about another plan and is dropped. Values compare case-insensitively
- * by their canonical names. */
+ * by their canonical names. A passage that names this plan stays
+ * whatever else it names, so that is looked for first, and the other
+ * values only until one is found. */
 static void jurisdiction_filter(const struct turn *t, json_t *passages)
 {
     const struct pipeline_config *cfg = &t->pl->cfg;
@@ -101,17 +112,15 @@ static void jurisdiction_filter(const struct turn *t, json_t *passages)
                                  json_string_value(json_object_get(p, "text"))};
         int other = 0, mine = 0;
 
-        for (int s = 0; s < cfg->n_slots; s++) {
+        for (int s = 0; s < cfg->n_slots && !mine; s++) {
             if (!(needed >> s & 1) || !t->state.slots[s][0])
                 continue;
-            for (int v = 0; v < cfg->slots[s].n_values; v++)
-                for (int f = 0; f < 3; f++)
-                    if (fields[f] && strcasestr(fields[f], cfg->slots[s].values[v])) {
-                        if (!strcmp(cfg->slots[s].values[v], t->state.slots[s]))
-                            mine = 1;
-                        else
-                            other = 1;
-                    }
+            for (int v = 0; v < cfg->slots[s].n_values && !mine; v++)
+                if (!strcmp(cfg->slots[s].values[v], t->state.slots[s]))
+                    mine = names(fields, cfg->slots[s].values[v]);
+            for (int v = 0; v < cfg->slots[s].n_values && !mine && !other; v++)
+                if (strcmp(cfg->slots[s].values[v], t->state.slots[s]))
+                    other = names(fields, cfg->slots[s].values[v]);
         }
         if (other && !mine)
             json_array_remove(passages, i);

@@ -71,6 +71,10 @@ struct turn {
     json_t *events;
     int event_seq;
     const char *stage_name;            /* the stage running */
+    struct {                           /* values all events of the turn share (turn_emit) */
+        json_t *correlation_id, *ts, *stage, *no_extra, *kind[5], *level[2];
+        const char *stage_name;        /* whose name .stage holds */
+    } shared;
 
     /* classify */
     enum turn_kind kind;
