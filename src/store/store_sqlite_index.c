@@ -17,6 +17,14 @@
  * then the FTS5 statement answers, so rebuilds take at most about a tenth
  * of the time and every answer is current.
  *
+ * Shared. Every store of one file in the process (the server's workers
+ * each have one) uses the same index data (store_sqlite_index_share.c):
+ * one build and one copy in memory, not one per connection. A search
+ * holds its lock for reading from the generation check until it has read
+ * its hits' rows; a rebuild holds it for writing. A store whose snapshot
+ * is older than the index (another store rebuilt it for a later write)
+ * leaves that search to FTS5 rather than rebuild it backwards.
+ *
  * KEEL_SEARCH_INDEX=off leaves every search to the FTS5 statements (to
  * compare, or should the index ever be suspected).
  *
@@ -30,6 +38,7 @@
 
 #include "core/alloc.h"
 #include "store/store_sqlite_int.h"
+#include "store/store_sqlite_index_int.h"
 #include "text/bm25.h"
 
 #define QUERY_TOKEN_MAX 256    /* bytes of one query word's token */
@@ -52,24 +61,15 @@ static const char *const index_sql[IX_COUNT] = {
                      " WHERE c.seq = ?1",
 };
 
-/* One table's index and what a hit needs to find its row. */
-struct table_index {
-    struct bm25_index *bm25;    /* NULL: none built */
-    int64_t *seq;               /* row -> the table's seq */
-    uint16_t *year;             /* papers only */
-    unsigned char *oa;          /* papers only */
-    int64_t generation;         /* the generation it was built at */
-    uint64_t built_ns;          /* when the last build ended (monotonic) */
-    uint64_t build_ns;          /* how long it took */
-};
-
 struct sqlite_index {
     /* of the connection: replaced with it */
     sqlite3_stmt *stmt[IX_COUNT];
     fts5_tokenizer tokenizer;
     Fts5Tokenizer *tok;         /* NULL: no FTS5 API, nothing served */
-    /* of the data: kept across connections, checked by generation */
-    struct table_index papers, chunks;
+    /* of the data: kept across connections, checked by generation, and
+     * shared with the process's other stores of the file */
+    struct index_data *data;    /* NULL: none (FTS5 answers) */
+    int locked;                 /* this store holds data->lock for reading */
     struct bm25_scratch *scratch;
     struct bm25_hit hits[HITS_MAX];
 };
@@ -80,15 +80,6 @@ static uint64_t now_ns(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void table_release(struct table_index *t)
-{
-    bm25_index_free(t->bm25);
-    keel_free(t->seq);
-    keel_free(t->year);
-    keel_free(t->oa);
-    memset(t, 0, sizeof(*t));
 }
 
 /* ---- the connection's part ----------------------------------------------------- */
@@ -128,6 +119,8 @@ void sqlite_index_attach(struct sqlite_store *st)
         api->xFindTokenizer(api, "unicode61", &tok_ctx, &ix->tokenizer) != SQLITE_OK ||
         ix->tokenizer.xCreate(tok_ctx, args, 2, &ix->tok) != SQLITE_OK)
         goto fail;
+    if (!ix->data && !(ix->data = index_data_acquire(st->path)))
+        goto fail;
     return;
 fail:
     ix->tok = NULL;
@@ -156,8 +149,7 @@ void sqlite_index_free(struct sqlite_store *st)
     if (!ix)
         return;
     sqlite_index_detach(st);
-    table_release(&ix->papers);
-    table_release(&ix->chunks);
+    index_data_release(ix->data);
     bm25_scratch_free(ix->scratch);
     keel_free(ix);
     st->index = NULL;
@@ -196,7 +188,7 @@ static int build(struct sqlite_index *ix, struct table_index *t, int papers, int
     uint64_t started = now_ns();
     int rc = SQLITE_NOMEM, step;
 
-    table_release(t);
+    table_index_release(t);
     if (bm25_builder_new(&b))
         goto out;
     while ((step = sqlite3_step(scan)) == SQLITE_ROW) {
@@ -242,7 +234,7 @@ out:
     sqlite3_reset(scan);
     bm25_builder_free(b);
     if (rc) {
-        table_release(t);
+        table_index_release(t);
     } else {
         t->generation = gen;
         t->built_ns = now_ns();
@@ -335,16 +327,27 @@ static int stmt_run(struct sqlite_store *st, sqlite3_stmt *stmt, const char *op,
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? KEEL_OK : sqlite_fail(st, rc, op, err);
 }
 
-/* Opens the read transaction of a search and makes `t` current: *ready
- * says whether the index may answer. The caller ends the transaction
- * with search_end() whatever this returns. */
-static int search_begin(struct sqlite_store *st, struct table_index *t, int papers, int *ready,
-                        struct keel_error *err)
+/* Whether `t` was built at `generation`. */
+static int current(const struct table_index *t, int64_t generation)
+{
+    return t->bm25 && t->generation == generation;
+}
+
+/* Opens the read transaction of a search and makes the index of the
+ * papers (or the chunks) current: *ready says whether it may answer, and
+ * then the store holds the index data's lock for reading until
+ * search_end(). A stale index is rebuilt under the lock for writing, from
+ * this connection's snapshot; one built by another store at a later
+ * generation than this snapshot sees is left to it (FTS5 answers). The
+ * caller ends the transaction with search_end() whatever this returns. */
+static int search_begin(struct sqlite_store *st, int papers, int *ready, struct keel_error *err)
 {
     struct sqlite_index *ix = st->index;
+    struct index_data *d = ix->data;
+    struct table_index *t = papers ? &d->papers : &d->chunks;
     sqlite3_stmt *gen = ix->stmt[IX_GENERATION];
     int64_t generation;
-    int rc, step;
+    int rc = KEEL_OK, step;
 
     *ready = 0;
     if (!sqlite3_get_autocommit(st->db))
@@ -357,28 +360,47 @@ static int search_begin(struct sqlite_store *st, struct table_index *t, int pape
     sqlite3_reset(gen);
     if (step != SQLITE_ROW)
         return sqlite_fail(st, step == SQLITE_DONE ? SQLITE_CORRUPT : step, "search", err);
-    if (t->bm25 && t->generation == generation)
-        goto scratch;
+    pthread_rwlock_rdlock(&d->lock);
+    if (current(t, generation))
+        goto ready;
+    pthread_rwlock_unlock(&d->lock);
     /* Stale or never built. While the table keeps changing, FTS5 answers
      * between rebuilds. */
-    if (t->built_ns && now_ns() - t->built_ns < 10 * t->build_ns)
+    pthread_rwlock_wrlock(&d->lock);
+    if (!current(t, generation) && !(t->bm25 && t->generation > generation) &&
+        !(t->built_ns && now_ns() - t->built_ns < 10 * t->build_ns) &&
+        (rc = build(ix, t, papers, generation)) && (rc & 0xff) != SQLITE_NOMEM)
+        rc = sqlite_fail(st, rc, "building the search index", err);
+    else
+        rc = KEEL_OK;   /* out of memory: the FTS5 statement may still manage */
+    pthread_rwlock_unlock(&d->lock);
+    if (rc)
+        return rc;
+    pthread_rwlock_rdlock(&d->lock);
+    if (!current(t, generation)) {
+        pthread_rwlock_unlock(&d->lock);
         return KEEL_OK;
-    if ((rc = build(ix, t, papers, generation))) {
-        if ((rc & 0xff) == SQLITE_NOMEM)
-            return KEEL_OK;   /* the FTS5 statement may still manage */
-        return sqlite_fail(st, rc, "building the search index", err);
     }
-scratch:
-    if (!ix->scratch && bm25_scratch_new(bm25_index_rows(t->bm25), &ix->scratch))
+ready:
+    if (!ix->scratch && bm25_scratch_new(bm25_index_rows(t->bm25), &ix->scratch)) {
+        pthread_rwlock_unlock(&d->lock);
         return KEEL_OK;   /* out of memory: FTS5 answers */
+    }
+    ix->locked = 1;
     *ready = 1;
     return KEEL_OK;
 }
 
 static void search_end(struct sqlite_store *st)
 {
+    struct sqlite_index *ix = st->index;
+
+    if (ix->locked) {
+        ix->locked = 0;
+        pthread_rwlock_unlock(&ix->data->lock);
+    }
     if (!sqlite3_get_autocommit(st->db))
-        stmt_run(st, st->index->stmt[IX_COMMIT], "search", NULL);
+        stmt_run(st, ix->stmt[IX_COMMIT], "search", NULL);
 }
 
 /* Ranks with the index: the hits into ix->hits[0..*n). */
@@ -425,12 +447,12 @@ int sqlite_index_search_papers(struct sqlite_store *st, const struct paper_query
     *served = 0;
     out->items = NULL;
     out->n = 0;
-    if (!ix || !ix->tok)
+    if (!ix || !ix->tok || !ix->data)
         return KEEL_OK;
-    filter.t = &ix->papers;
-    if ((rc = search_begin(st, &ix->papers, 1, &ready, err)) || !ready)
+    filter.t = &ix->data->papers;
+    if ((rc = search_begin(st, 1, &ready, err)) || !ready)
         goto out;
-    rank(ix, &ix->papers, query->text, query->match, limit, paper_passes, &filter, &n, served);
+    rank(ix, &ix->data->papers, query->text, query->match, limit, paper_passes, &filter, &n, served);
     if (!*served || !n)
         goto out;
     if (!(out->items = keel_calloc(n, sizeof(*out->items)))) {
@@ -439,7 +461,7 @@ int sqlite_index_search_papers(struct sqlite_store *st, const struct paper_query
     }
     stmt = ix->stmt[IX_PAPER_ROW];
     for (size_t i = 0; i < n && !rc; i++) {
-        int step = hit_row(ix, stmt, &ix->papers, i);
+        int step = hit_row(ix, stmt, &ix->data->papers, i);
         if (step == SQLITE_ROW && !(rc = sqlite_paper_from_row(st, stmt, &out->items[i].paper,
                                                                err))) {
             out->items[i].score = ix->hits[i].score;
@@ -471,13 +493,13 @@ int sqlite_index_search_chunks(struct sqlite_store *st, const char *text, enum s
     *served = 0;
     out->items = NULL;
     out->n = 0;
-    if (!ix || !ix->tok)
+    if (!ix || !ix->tok || !ix->data)
         return KEEL_OK;
     if (limit > STORE_LIMIT_MAX)
         limit = STORE_LIMIT_MAX;
-    if ((rc = search_begin(st, &ix->chunks, 0, &ready, err)) || !ready)
+    if ((rc = search_begin(st, 0, &ready, err)) || !ready)
         goto out;
-    rank(ix, &ix->chunks, text, match, limit, NULL, NULL, &n, served);
+    rank(ix, &ix->data->chunks, text, match, limit, NULL, NULL, &n, served);
     if (!*served || !n)
         goto out;
     if (!(out->items = keel_calloc(n, sizeof(*out->items)))) {
@@ -486,7 +508,7 @@ int sqlite_index_search_chunks(struct sqlite_store *st, const char *text, enum s
     }
     stmt = ix->stmt[IX_CHUNK_ROW];
     for (size_t i = 0; i < n && !rc; i++) {
-        int step = hit_row(ix, stmt, &ix->chunks, i);
+        int step = hit_row(ix, stmt, &ix->data->chunks, i);
         if (step == SQLITE_ROW) {
             if (sqlite_chunk_from_row(stmt, &out->items[i]))
                 rc = keel_error_set(err, KEEL_ENOMEM, "search_chunks", "out of memory");

@@ -18,6 +18,7 @@
  * allocation failures either failing cleanly or answering exactly.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -646,6 +647,75 @@ START_TEST(test_index_allocation_failures)
 }
 END_TEST
 
+/* Stores of one file in one process share its index (one build, one
+ * copy): two threads search through stores of their own while a third
+ * writes papers, so the index is rebuilt under them again and again.
+ * Every hit must be a row the searching store can read, every search must
+ * succeed, and afterwards the index still ranks exactly as FTS5 does. */
+struct searcher {
+    const char *path;
+    unsigned seed;
+    int searches, failures;
+};
+
+static void *search_loop(void *arg)
+{
+    struct searcher *s = arg;
+    struct store *store = NULL;
+    struct keel_error err;
+
+    if (store_open(s->path, &store, &err)) {
+        s->failures++;
+        return NULL;
+    }
+    for (int i = 0; i < 300; i++) {
+        struct paper_query q = {NULL, 0, 0, 0, 20, STORE_MATCH_ANY};
+        struct paper_hits hits;
+        s->seed = s->seed * 1103515245u + 12345u;   /* rng() is the writer's */
+        q.text = vocabulary[(s->seed >> 8) % N_VOCAB];
+        if (store_search_papers(store, &q, &hits, &err)) {
+            s->failures++;
+            continue;
+        }
+        for (size_t h = 0; h < hits.n; h++)
+            if (!hits.items[h].paper.id || !hits.items[h].paper.title)
+                s->failures++;
+        paper_hits_release(&hits);
+        s->searches++;
+    }
+    store_close(store);
+    return NULL;
+}
+
+START_TEST(test_index_shared_across_threads)
+{
+    char path[160];
+    struct store *writer, *fts;
+    struct searcher s[2];
+    pthread_t threads[2];
+
+    rng_state = 4242u;
+    db_path(path, sizeof(path), "shared");
+    writer = open_store(path, 1);
+    fill_random(writer, 200, 20);
+    for (int i = 0; i < 2; i++) {
+        s[i] = (struct searcher){path, 17u + (unsigned)i, 0, 0};
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, search_loop, &s[i]), 0);
+    }
+    for (int round = 0; round < 20; round++)
+        fill_random(writer, 5, 1);   /* each write makes the shared index stale */
+    for (int i = 0; i < 2; i++) {
+        pthread_join(threads[i], NULL);
+        ck_assert_int_eq(s[i].failures, 0);
+        ck_assert_int_eq(s[i].searches, 300);
+    }
+    fts = open_store(path, 0);
+    compare_many(writer, fts, 100);
+    store_close(fts);
+    store_close(writer);
+}
+END_TEST
+
 Suite *suite_bm25(void)
 {
     Suite *s = suite_create("bm25");
@@ -665,6 +735,7 @@ Suite *suite_bm25(void)
     tcase_add_test(st, test_index_ranks_as_fts5);
     tcase_add_test(st, test_index_follows_other_connections);
     tcase_add_test(st, test_index_allocation_failures);
+    tcase_add_test(st, test_index_shared_across_threads);
     suite_add_tcase(s, st);
     return s;
 }

@@ -1,0 +1,89 @@
+/*
+ * store_sqlite_index_share.c — one in-memory ranked index per database
+ * file and process (see store_sqlite_index_int.h): a registry of the
+ * index data of each open file, keyed by its real path and counted by the
+ * stores that use it.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "store/store_sqlite_index_int.h"
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct index_data *registry;
+
+void table_index_release(struct table_index *t)
+{
+    bm25_index_free(t->bm25);
+    keel_free(t->seq);
+    keel_free(t->year);
+    keel_free(t->oa);
+    memset(t, 0, sizeof(*t));
+}
+
+/* A new, empty entry for `key`, or NULL. */
+static struct index_data *data_new(const char *key)
+{
+    struct index_data *d = keel_calloc(1, sizeof(*d));
+    pthread_rwlockattr_t attr;
+    int failed;
+
+    if (!d || !(d->key = keel_strdup(key))) {
+        keel_free(d);
+        return NULL;
+    }
+    /* A rebuild must not wait behind an endless line of searches. */
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    failed = pthread_rwlock_init(&d->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    if (failed) {
+        keel_free(d->key);
+        keel_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+struct index_data *index_data_acquire(const char *path)
+{
+    char real[PATH_MAX];
+    const char *key = realpath(path, real) ? real : path;
+    struct index_data *d;
+
+    pthread_mutex_lock(&registry_lock);
+    for (d = registry; d && strcmp(d->key, key); d = d->next)
+        ;
+    if (!d && (d = data_new(key))) {
+        d->next = registry;
+        registry = d;
+    }
+    if (d)
+        d->refs++;
+    pthread_mutex_unlock(&registry_lock);
+    return d;
+}
+
+void index_data_release(struct index_data *data)
+{
+    struct index_data **p;
+
+    if (!data)
+        return;
+    pthread_mutex_lock(&registry_lock);
+    if (--data->refs > 0) {
+        pthread_mutex_unlock(&registry_lock);
+        return;
+    }
+    for (p = &registry; *p != data; p = &(*p)->next)
+        ;
+    *p = data->next;
+    pthread_mutex_unlock(&registry_lock);
+    table_index_release(&data->papers);
+    table_index_release(&data->chunks);
+    pthread_rwlock_destroy(&data->lock);
+    keel_free(data->key);
+    keel_free(data);
+}
