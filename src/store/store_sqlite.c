@@ -116,6 +116,10 @@ static void mem_install(void)
     /* SQLITE_MISUSE when SQLite is already initialised: it then keeps its
      * own allocator, which is correct, only not counted. */
     (void)sqlite3_config(SQLITE_CONFIG_MALLOC, &methods);
+    /* Without its memory statistics (keel reads none) SQLite allocates
+     * without taking its one process-wide allocation mutex, which every
+     * connection's every allocation otherwise queues on. */
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
 /* ---- errors, statements, transactions ------------------------------------ */
