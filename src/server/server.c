@@ -5,6 +5,7 @@
  * return).
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <event2/thread.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -266,6 +267,11 @@ int server_run(const struct server_options *options, struct keel_error *err)
         rc = keel_error_set(err, KEEL_EIO, "listen", "cannot listen on %s", srv.opt.listen);
         goto out;
     }
+    /* evhttp listens with a backlog of 128: a burst of new streams beyond
+     * it has its SYNs dropped and retried after 1, 3, 7 s. The kernel
+     * takes a second listen() as a new backlog (capped at somaxconn). */
+    if (listen(evhttp_bound_socket_get_fd(srv.socket), SOMAXCONN))
+        keel_log(KEEL_LOG_WARN, "server.backlog", json_pack("{s:s}", "error", strerror(errno)));
     if (getsockname(evhttp_bound_socket_get_fd(srv.socket), (struct sockaddr *)&bound, &len) == 0)
         port = ntohs(bound.sin_port);
     if ((rc = workers_start(&srv, err)))
