@@ -10,11 +10,18 @@
  *                    the server's resident memory per stream. The turn the
  *                    streams follow is kept running by a paper provider
  *                    that never answers (a socket of this benchmark that
- *                    accepts and stays silent), so the streams stay open.
+ *                    accepts and stays silent), so the streams stay open
+ *                    until its timeout (8 s). Measured twice: held (once
+ *                    /healthz counts every stream open, the turn still
+ *                    running; else the bench fails rather than measure the
+ *                    turn's end) and at the peak (VmHWM, reset before the
+ *                    streams open) after the turn's last events went out to
+ *                    every stream and the streams ended.
  *
  * Each prints {"bench", "req_per_s", "p50_ms", "p99_ms", "n", …} or
  * {"bench", "streams", "rss_kb_per_stream", …}. The server is
  * build/keel beside this binary, on a fresh SQLite file, --auth none.
+ * BENCH_VARIANT=healthz, chat_wait or sse_streams runs one of them.
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -242,9 +249,11 @@ static int load(const char *name, int port, const char *path, int chat)
 
 /* ---- open streams ------------------------------------------------------------- */
 
-static long rss_kb(pid_t pid)
+/* A field ("VmRSS:", "VmHWM:") of /proc/PID/status in KB, or -1. */
+static long status_kb(pid_t pid, const char *field)
 {
     char path[64], line[256];
+    size_t n = strlen(field);
     long kb = -1;
     FILE *f;
 
@@ -252,10 +261,25 @@ static long rss_kb(pid_t pid)
     if (!(f = fopen(path, "r")))
         return -1;
     while (fgets(line, sizeof(line), f))
-        if (!strncmp(line, "VmRSS:", 6))
-            kb = strtol(line + 6, NULL, 10);
+        if (!strncmp(line, field, n))
+            kb = strtol(line + n, NULL, 10);
     fclose(f);
     return kb;
+}
+
+/* Starts the process's peak resident size (VmHWM) afresh at its current
+ * size (Linux 4.0+); -1 when the kernel refuses. */
+static int reset_peak(pid_t pid)
+{
+    char path[64];
+    FILE *f;
+    int rc;
+
+    snprintf(path, sizeof(path), "/proc/%d/clear_refs", (int)pid);
+    if (!(f = fopen(path, "w")))
+        return -1;
+    rc = fputs("5", f) < 0;
+    return fclose(f) || rc ? -1 : 0;
 }
 
 static int tcp_connect(int port)
@@ -287,6 +311,35 @@ static int silent_listener(int *port)
     return fd;
 }
 
+/* The server's open streams and running turns, from GET /healthz. */
+static int health(int port, long *open_streams, long *running)
+{
+    const char *request = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    char reply[2048];
+    size_t got = 0;
+    ssize_t n;
+    const char *at;
+    int fd = tcp_connect(port);
+
+    if (fd < 0)
+        return -1;
+    if (write(fd, request, strlen(request)) < 0) {
+        close(fd);
+        return -1;
+    }
+    while (got < sizeof(reply) - 1 && (n = read(fd, reply + got, sizeof(reply) - 1 - got)) > 0)
+        got += (size_t)n;
+    close(fd);
+    reply[got] = '\0';
+    if (!(at = strstr(reply, "\"open_streams\":")))
+        return -1;
+    *open_streams = strtol(at + 15, NULL, 10);
+    if (!(at = strstr(reply, "\"running_turns\":")))
+        return -1;
+    *running = strtol(at + 16, NULL, 10);
+    return 0;
+}
+
 static int streams(void)
 {
     static int fds[STREAMS];
@@ -294,7 +347,10 @@ static int streams(void)
     struct server_proc s = {0};
     char provider[64], request[512], reply[1024], cid[64] = "";
     int silent_port = 0, silent = silent_listener(&silent_port), fd, opened = 0, rc = 1;
-    long before, after;
+    int peak_known;
+    long before, held, peak, after, open_streams = -1, running = -1;
+    uint64_t started;
+    double open_s;
 
     snprintf(provider, sizeof(provider), "http://127.0.0.1:%d", silent_port);
     if (silent < 0 || start_server(&s, extra, provider))
@@ -323,23 +379,45 @@ static int streams(void)
     if (!cid[0])
         goto out;
     usleep(300000);
-    before = rss_kb(s.pid);
+    before = status_kb(s.pid, "VmRSS:");
+    peak_known = !reset_peak(s.pid);
+    started = bench_now_ns();
     snprintf(request, sizeof(request), "GET /v1/stream/%s HTTP/1.1\r\nHost: x\r\n\r\n", cid);
     for (int i = 0; i < STREAMS; i++) {
         if ((fds[i] = tcp_connect(s.port)) < 0 || write(fds[i], request, strlen(request)) < 0)
             break;
         opened++;
     }
-    usleep(1500000);   /* the server has read every request and started each stream */
-    after = rss_kb(s.pid);
-    {
-        printf("{\"bench\": \"http.sse_streams\", \"streams\": %d, \"rss_kb_per_stream\": %.2f, "
-               "\"rss_kb_before\": %ld, \"rss_kb_after\": %ld, \"note\": \"one keel serve "
-               "process; each stream a TCP connection following one running turn\"}\n",
-               opened, opened ? (double)(after - before) / opened : 0.0, before, after);
-        fflush(stdout);
+    open_s = (double)(bench_now_ns() - started) / 1e9;
+    /* Held: every stream started (the server counts it) while the turn
+     * still runs. A turn that ended first would measure its end instead. */
+    for (int i = 0; i < 400 && (health(s.port, &open_streams, &running) || open_streams < opened);
+         i++)
+        usleep(50000);
+    held = status_kb(s.pid, "VmRSS:");
+    if (open_streams != opened || running != 1) {
+        fprintf(stderr, "keel-bench: http.sse_streams: %ld of %d streams open, %ld turns running "
+                        "after %.1f s of opening: the turn ended before the streams were held\n",
+                open_streams, opened, running, open_s);
+        goto close;
     }
-    rc = opened == STREAMS ? 0 : 1;
+    /* The end: the provider times out, the turn answers, and every stream
+     * gets the last events (stages, the answer's pieces, done) at once. */
+    for (int i = 0; i < 600 && (health(s.port, &open_streams, &running) || open_streams); i++)
+        usleep(50000);
+    peak = status_kb(s.pid, "VmHWM:");
+    after = status_kb(s.pid, "VmRSS:");
+    printf("{\"bench\": \"http.sse_streams\", \"streams\": %d, \"rss_kb_per_stream\": %.2f, "
+           "\"peak_kb_per_stream\": %.2f, \"rss_kb_before\": %ld, \"rss_kb_held\": %ld, "
+           "\"rss_kb_peak\": %ld, \"rss_kb_after_end\": %ld, \"open_s\": %.2f, \"note\": \"one "
+           "keel serve process; each stream a TCP connection following one running turn, held "
+           "(all open, turn running) and at the peak when the turn's last events reach them all\"}\n",
+           opened, (double)(held - before) / opened,
+           peak_known && !open_streams ? (double)(peak - before) / opened : -1.0, before, held,
+           peak_known ? peak : -1, after, open_s);
+    fflush(stdout);
+    rc = opened == STREAMS && !open_streams ? 0 : 1;
+close:
     for (int i = 0; i < opened; i++)
         close(fds[i]);
 out:
@@ -352,11 +430,19 @@ out:
     return rc;
 }
 
+/* Nonzero when BENCH_VARIANT is unset or names `bench` (without "http."). */
+static int wanted(const char *bench)
+{
+    const char *only = getenv("BENCH_VARIANT");
+
+    return !only || !*only || !strcmp(bench + strlen("http."), only);
+}
+
 int bench_http(void)
 {
     struct rlimit lim;
     struct server_proc s = {0};
-    int rc = 1;
+    int rc = 0;
 
     if (find_keel()) {
         fprintf(stderr, "keel-bench: http: no keel binary beside keel-bench (make first)\n");
@@ -368,15 +454,20 @@ int bench_http(void)
         setrlimit(RLIMIT_NOFILE, &lim);
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (start_server(&s, NULL, NULL)) {
-        fprintf(stderr, "keel-bench: http: keel serve did not start\n");
+    if (wanted("http.healthz") || wanted("http.chat_wait")) {
+        if (start_server(&s, NULL, NULL)) {
+            fprintf(stderr, "keel-bench: http: keel serve did not start\n");
+            stop_server(&s);
+            return 1;
+        }
+        if (wanted("http.healthz"))
+            rc |= load("http.healthz", s.port, "/healthz", 0);
+        if (wanted("http.chat_wait"))
+            rc |= load("http.chat_wait", s.port, "/v1/chat?wait=1", 1);
         stop_server(&s);
-        return 1;
     }
-    rc = load("http.healthz", s.port, "/healthz", 0);
-    rc |= load("http.chat_wait", s.port, "/v1/chat?wait=1", 1);
-    stop_server(&s);
-    rc |= streams();
+    if (wanted("http.sse_streams"))
+        rc |= streams();
     curl_global_cleanup();
     return rc;
 }

@@ -5,6 +5,7 @@
  * return).
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <event2/thread.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -58,7 +59,7 @@ static void on_drain(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     streams_pump(srv);
-    if (!queue_depth(srv->queue) && !bus_open_turns(srv->bus))
+    if (!queue_depth(srv->queue) && !bus_open_turns(srv->bus) && !streams_pending(srv))
         event_base_loopexit(srv->base, NULL);
 }
 
@@ -168,6 +169,8 @@ static void server_release(struct server *srv)
         event_free(srv->wake);
     if (srv->heartbeat)
         event_free(srv->heartbeat);
+    if (srv->pump)
+        event_free(srv->pump);
     if (srv->sigterm)
         event_free(srv->sigterm);
     if (srv->sigint)
@@ -248,6 +251,7 @@ int server_run(const struct server_options *options, struct keel_error *err)
         !(srv.bus = bus_new(SERVER_QUEUE_MAX * 4, BUS_KEEP_MS, notify, &srv)) ||
         !(srv.wake = event_new(srv.base, -1, EV_PERSIST, on_wake, &srv)) ||
         !(srv.heartbeat = event_new(srv.base, -1, EV_PERSIST, on_heartbeat, &srv)) ||
+        !(srv.pump = evtimer_new(srv.base, streams_pump_cb, &srv)) ||
         !(srv.sigterm = evsignal_new(srv.base, SIGTERM, on_signal, &srv)) ||
         !(srv.sigint = evsignal_new(srv.base, SIGINT, on_signal, &srv))) {
         keel_error_set(err, KEEL_ENOMEM, "server", "out of memory");
@@ -266,6 +270,11 @@ int server_run(const struct server_options *options, struct keel_error *err)
         rc = keel_error_set(err, KEEL_EIO, "listen", "cannot listen on %s", srv.opt.listen);
         goto out;
     }
+    /* evhttp listens with a backlog of 128: a burst of new streams beyond
+     * it has its SYNs dropped and retried after 1, 3, 7 s. The kernel
+     * takes a second listen() as a new backlog (capped at somaxconn). */
+    if (listen(evhttp_bound_socket_get_fd(srv.socket), SOMAXCONN))
+        keel_log(KEEL_LOG_WARN, "server.backlog", json_pack("{s:s}", "error", strerror(errno)));
     if (getsockname(evhttp_bound_socket_get_fd(srv.socket), (struct sockaddr *)&bound, &len) == 0)
         port = ntohs(bound.sin_port);
     if ((rc = workers_start(&srv, err)))

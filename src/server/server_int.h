@@ -22,6 +22,7 @@
 #define SERVER_STREAMS_MAX  10000          /* open SSE streams in all */
 #define SERVER_QUEUE_MAX    1024           /* turns waiting for a worker */
 #define SERVER_HEARTBEAT_S  15
+#define SERVER_PUMP_BATCH   128            /* streams sent to per loop pass */
 
 /* Who is asking: with --auth none everyone is `open` (no owner checks);
  * else the user and API role of a valid key. */
@@ -50,7 +51,10 @@ struct stream {
     enum reply_format format;
     int started;               /* OpenAI: the role chunk was sent */
     char model[64];
+    int beat;                  /* a keep-alive comment is due */
     struct stream *prev, *next;
+    struct stream *pump_prev, *pump_next;   /* in the pump queue (streams.c) */
+    int queued;                /* in the pump queue */
 };
 
 /* A request waiting for its turn to end (POST /v1/chat?wait=1, a
@@ -95,6 +99,8 @@ struct server {
     int n_workers;
     struct stream *streams;
     size_t n_streams;
+    struct stream *pump_head, *pump_tail;   /* streams with something to send */
+    struct event *pump;              /* sends for the next few of them (streams.c) */
     struct waiter *waiters;
     int draining;
     struct server_metrics metrics;   /* counted by the workers */
@@ -223,14 +229,24 @@ json_t *openai_completion(const char *model, const json_t *result);
 json_t *openai_chunk(const char *cid, const char *model, const char *content, int role,
                      const char *finish);
 
-/* Called on the loop thread after the bus changed: sends new events to
- * the streams and answers the waiters whose turn ended. */
+/* Called on the loop thread after the bus changed: queues every stream
+ * for its new events (sent SERVER_PUMP_BATCH streams per loop pass, see
+ * streams.c) and answers the waiters whose turn ended. */
 void streams_pump(struct server *srv);
 
-/* Sends a comment line to every stream (keeps proxies from closing). */
+/* The timer callback of srv->pump (an event made with `srv` as its
+ * argument): sends to the next SERVER_PUMP_BATCH queued streams and runs
+ * again on the next loop pass while streams are queued. */
+void streams_pump_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Nonzero while streams wait for the pump. */
+int streams_pending(const struct server *srv);
+
+/* Queues a comment line for every stream (keeps proxies from closing). */
 void streams_heartbeat(struct server *srv);
 
-/* Ends every stream and waiter (shutdown). */
+/* Sends what every stream still has, then ends every stream and waiter
+ * (shutdown). */
 void streams_close_all(struct server *srv);
 
 /* The page served at / (page.c). */

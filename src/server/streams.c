@@ -12,8 +12,17 @@
  * (`token`), then `done` (the result summary) or `error`. Last-Event-ID
  * resumes after a number. A turn the bus has forgotten is replayed from
  * the store with the same numbering. streams_pump, called after the bus
- * changed, sends new events to the streams and answers the waiters whose
- * turn ended.
+ * changed, queues the streams for their new events and answers the
+ * waiters whose turn ended.
+ *
+ * Memory: what a stream is sent sits in its connection's buffers until
+ * the loop writes it to the socket, on a later pass. Sending the end of a
+ * turn (its answer's pieces and a done of a few KB) to 5,000 streams in
+ * one go held ~20 KB per stream at once, and malloc kept that high-water
+ * mark. So the pump queue: a stream with something to send (new events,
+ * a heartbeat, just opened) is queued once, and each loop pass sends to
+ * at most SERVER_PUMP_BATCH of them, the rest after the loop has written
+ * those. A stream's new events go out as one chunk.
  */
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
@@ -29,26 +38,73 @@ static int key_streams_add(struct server *srv, const char *key_id, int delta);
 
 /* ---- streams -------------------------------------------------------------- */
 
-static void sse_send(struct evhttp_request *req, const json_t *event)
+/* Appends one event in SSE's format to `out`. */
+static void sse_add(struct evbuffer *out, const json_t *event)
 {
-    struct evbuffer *out = evbuffer_new();
     char *data = json_dumps(json_object_get(event, "data"), JSON_COMPACT | JSON_SORT_KEYS);
 
-    if (out && data) {
+    if (data)
         evbuffer_add_printf(out, "id: %lld\nevent: %s\ndata: %s\n\n",
                             (long long)json_integer_value(json_object_get(event, "id")),
                             json_string_value(json_object_get(event, "event")), data);
-        evhttp_send_reply_chunk(req, out);
-    }
     keel_free(data);
-    if (out)
-        evbuffer_free(out);
+}
+
+/* Sends what `out` holds as one chunk (it is left empty). */
+static void chunk_send(struct evhttp_request *req, struct evbuffer *out)
+{
+    if (evbuffer_get_length(out))
+        evhttp_send_reply_chunk(req, out);
+}
+
+static void pump_unqueue(struct stream *s)
+{
+    struct server *srv = s->srv;
+
+    if (!s->queued)
+        return;
+    if (s->pump_prev)
+        s->pump_prev->pump_next = s->pump_next;
+    else
+        srv->pump_head = s->pump_next;
+    if (s->pump_next)
+        s->pump_next->pump_prev = s->pump_prev;
+    else
+        srv->pump_tail = s->pump_prev;
+    s->pump_prev = s->pump_next = NULL;
+    s->queued = 0;
+}
+
+/* Queues `s` for the pump (once) and makes sure the pump runs. */
+static void pump_queue(struct stream *s)
+{
+    struct server *srv = s->srv;
+    static const struct timeval next_pass = {0, 0};
+
+    if (!s->queued) {
+        s->pump_prev = srv->pump_tail;
+        s->pump_next = NULL;
+        if (srv->pump_tail)
+            srv->pump_tail->pump_next = s;
+        else
+            srv->pump_head = s;
+        srv->pump_tail = s;
+        s->queued = 1;
+    }
+    if (srv->pump && !evtimer_pending(srv->pump, NULL))
+        evtimer_add(srv->pump, &next_pass);
+}
+
+int streams_pending(const struct server *srv)
+{
+    return srv->pump_head != NULL;
 }
 
 static void stream_unlink(struct stream *s)
 {
     struct server *srv = s->srv;
 
+    pump_unqueue(s);
     key_streams_add(srv, s->key_id, -1);
     if (s->prev)
         s->prev->next = s->next;
@@ -79,81 +135,82 @@ static void stream_end(struct stream *s)
     keel_free(s);
 }
 
-/* Sends what the bus has beyond s->sent; ends the stream when the turn
- * has ended and all is sent. */
-/* Sends `data` (stolen) as an OpenAI stream line "data: {…}". */
-static void openai_send(struct evhttp_request *req, json_t *data)
+/* Appends `data` (stolen) as an OpenAI stream line "data: {…}". */
+static void openai_send(struct evbuffer *out, json_t *data)
 {
-    struct evbuffer *out = evbuffer_new();
     char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
 
-    if (out && text) {
+    if (text)
         evbuffer_add_printf(out, "data: %s\n\n", text);
-        evhttp_send_reply_chunk(req, out);
-    }
     keel_free(text);
     json_decref(data);
-    if (out)
-        evbuffer_free(out);
 }
 
-static void openai_done(struct evhttp_request *req)
+static void openai_done(struct evbuffer *out)
 {
-    struct evbuffer *out = evbuffer_new();
-
-    if (!out)
-        return;
     evbuffer_add_printf(out, "data: [DONE]\n\n");
-    evhttp_send_reply_chunk(req, out);
-    evbuffer_free(out);
 }
 
 /* One bus event on an OpenAI stream: answer pieces become content
  * deltas, `done` the last chunk and [DONE], `error` an error object;
  * stage lines are not part of OpenAI's format. */
-static void openai_event(struct stream *s, const json_t *event)
+static void openai_event(struct stream *s, struct evbuffer *out, const json_t *event)
 {
     const char *name = json_string_value(json_object_get(event, "event"));
     const json_t *data = json_object_get(event, "data");
 
     if (!s->started) {
-        openai_send(s->req, openai_chunk(s->correlation_id, s->model, NULL, 1, NULL));
+        openai_send(out, openai_chunk(s->correlation_id, s->model, NULL, 1, NULL));
         s->started = 1;
     }
     if (!strcmp(name, "token")) {
-        openai_send(s->req, openai_chunk(s->correlation_id, s->model,
+        openai_send(out, openai_chunk(s->correlation_id, s->model,
                                          json_string_value(json_object_get(data, "text")), 0,
                                          NULL));
     } else if (!strcmp(name, "reset")) {
         /* OpenAI's format cannot take text back: the whole answer
          * follows after a blank line. */
-        openai_send(s->req, openai_chunk(s->correlation_id, s->model, "\n\n", 0, NULL));
+        openai_send(out, openai_chunk(s->correlation_id, s->model, "\n\n", 0, NULL));
     } else if (!strcmp(name, "done")) {
-        openai_send(s->req, openai_chunk(s->correlation_id, s->model, NULL, 0, "stop"));
-        openai_done(s->req);
+        openai_send(out, openai_chunk(s->correlation_id, s->model, NULL, 0, "stop"));
+        openai_done(out);
     } else if (!strcmp(name, "error")) {
-        openai_send(s->req, json_pack("{s:{s:O?, s:s, s:O?}}", "error", "message",
+        openai_send(out, json_pack("{s:{s:O?, s:s, s:O?}}", "error", "message",
                                       json_object_get(data, "message"), "type", "turn_failed",
                                       "param", json_object_get(data, "field")));
-        openai_done(s->req);
+        openai_done(out);
     }
 }
 
+/* Sends what the bus has beyond s->sent as one chunk (or the keep-alive
+ * comment when a heartbeat is due and there is nothing new); ends the
+ * stream when the turn has ended and all is sent. */
 static void stream_pump(struct stream *s)
 {
     json_t *events = NULL, *event;
     enum bus_status status = bus_read(s->srv->bus, s->correlation_id, s->sent, &events, NULL,
                                       NULL, NULL, 0);
+    struct evbuffer *out = evbuffer_new();
     size_t i;
 
+    pump_unqueue(s);
+    if (!out) {   /* out of memory: the events stay on the bus for the next pump */
+        json_decref(events);
+        return;
+    }
     json_array_foreach(events, i, event) {
         if (s->format == FORMAT_OPENAI)
-            openai_event(s, event);
+            openai_event(s, out, event);
         else
-            sse_send(s->req, event);
+            sse_add(out, event);
         s->sent = (long)json_integer_value(json_object_get(event, "id"));
     }
     json_decref(events);
+    if (s->beat && !evbuffer_get_length(out))
+        evbuffer_add_printf(out, ": keep-alive\n\n");
+    s->beat = 0;
+    chunk_send(s->req, out);
+    evbuffer_free(out);
     if (status == BUS_DONE || status == BUS_FAILED || status == BUS_UNKNOWN)
         stream_end(s);
 }
@@ -245,6 +302,7 @@ void stream_open(struct server *srv, struct evhttp_request *req, const char *cid
     if (status == BUS_UNKNOWN) {   /* finished long ago: replay from the store */
         struct keel_error err;
         json_t *turn = NULL, *events, *event;
+        struct evbuffer *out;
         size_t i;
         keel_error_clear(&err);
         if (store_get_turn(srv->store, cid, &turn, &err)) {
@@ -255,9 +313,13 @@ void stream_open(struct server *srv, struct evhttp_request *req, const char *cid
         stream_headers(req);
         http_log(req, 200, cid);
         evhttp_send_reply_start(req, 200, "OK");
-        json_array_foreach(events, i, event)
-            if (json_integer_value(json_object_get(event, "id")) > after)
-                sse_send(req, event);
+        if ((out = evbuffer_new())) {
+            json_array_foreach(events, i, event)
+                if (json_integer_value(json_object_get(event, "id")) > after)
+                    sse_add(out, event);
+            chunk_send(req, out);
+            evbuffer_free(out);
+        }
         evhttp_send_reply_end(req);
         json_decref(events);
         json_decref(turn);
@@ -296,7 +358,7 @@ void stream_open(struct server *srv, struct evhttp_request *req, const char *cid
     http_log(req, 200, cid);
     evhttp_send_reply_start(req, 200, "OK");
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_stream_closed, s);
-    stream_pump(s);
+    pump_queue(s);   /* the events so far, on the pump's next pass */
 }
 
 /* ---- waiters, and the loop's wake-up --------------------------------------- */
@@ -360,16 +422,24 @@ void chat_wait(struct server *srv, struct evhttp_request *req, const char *cid,
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_waiter_closed, w);
 }
 
+void streams_pump_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *srv = arg;
+
+    (void)fd;
+    (void)what;
+    for (int n = 0; n < SERVER_PUMP_BATCH && srv->pump_head; n++)
+        stream_pump(srv->pump_head);   /* unqueues it; it may end */
+    if (srv->pump_head)   /* the rest after this pass's writes */
+        pump_queue(srv->pump_head);
+}
+
 void streams_pump(struct server *srv)
 {
-    struct stream *s = srv->streams;
     struct waiter *w = srv->waiters;
 
-    while (s) {
-        struct stream *next = s->next;   /* s may end */
-        stream_pump(s);
-        s = next;
-    }
+    for (struct stream *s = srv->streams; s; s = s->next)
+        pump_queue(s);
     while (w) {
         struct waiter *next = w->next;
         json_t *result = NULL, *error = NULL;
@@ -386,17 +456,18 @@ void streams_pump(struct server *srv)
 void streams_heartbeat(struct server *srv)
 {
     for (struct stream *s = srv->streams; s; s = s->next) {
-        struct evbuffer *out = evbuffer_new();
-        if (!out)
-            continue;
-        evbuffer_add_printf(out, ": keep-alive\n\n");
-        evhttp_send_reply_chunk(s->req, out);
-        evbuffer_free(out);
+        s->beat = 1;
+        pump_queue(s);
     }
 }
 
 void streams_close_all(struct server *srv)
 {
+    for (struct stream *s = srv->streams, *next; s; s = next) {
+        next = s->next;   /* s may end */
+        s->beat = 0;
+        stream_pump(s);
+    }
     while (srv->streams)
         stream_end(srv->streams);
     while (srv->waiters) {

@@ -424,3 +424,37 @@ test_serve_open_streams_per_key() {
     kill "$slow" 2>/dev/null || true
     wait "$slow" 2>/dev/null || true
 }
+
+test_serve_many_streams_get_every_event() {
+    RC=0 ERR=
+    FAKE_HTTP=${FAKE_HTTP:-$(dirname "$KEEL")/keel-fake-http}
+    # 300 streams of one turn, more than the server sends to in one loop
+    # pass (128): each gets every event, the same bytes, and its end.
+    "$FAKE_HTTP" --port-file "$TMP/slow.port" --route /works \
+        --reply '200 delay=3000 text={"results": []}' > /dev/null 2>&1 &
+    slow=$!
+    bg_track "$slow"
+    i=0
+    while [ ! -s "$TMP/slow.port" ] && [ "$i" -lt 200 ]; do i=$((i + 1)); sleep 0.05; done
+    export KEEL_OPENALEX_URL="http://127.0.0.1:$(cat "$TMP/slow.port")"
+    serve_start "$TMP/serve13.db" --providers openalex
+    post /v1/chat '{"message": "find recent papers on sleep and memory"}'
+    expect_code 202
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    set --
+    for n in $(seq 300); do
+        set -- "$@" -o "$TMP/many$n.txt" "$URL/v1/stream/$cid"
+    done
+    curl -s -N --max-time 10 --parallel --parallel-immediate --parallel-max 300 "$@" 2> /dev/null ||
+        fail "the streams did not end"
+    get /healthz
+    expect_json '.open_streams' '0'
+    [ "$(grep -c '^event: done$' "$TMP/many1.txt")" = 1 ] || fail "stream 1 has no done event"
+    [ "$(grep -c '^id: ' "$TMP/many1.txt")" -gt 5 ] || fail "stream 1 has too few events"
+    for n in $(seq 2 300); do
+        cmp -s "$TMP/many1.txt" "$TMP/many$n.txt" || fail "stream $n differs from stream 1"
+    done
+    serve_stop
+    kill "$slow" 2>/dev/null || true
+    wait "$slow" 2>/dev/null || true
+}
