@@ -3,8 +3,10 @@
  * quality counters in the SQLite backend (see store.h).
  *
  * save_turn is the pipeline's publish: one BEGIN IMMEDIATE … COMMIT
- * around the conversation row, the turn row, both messages, the decision
- * and the counters. Any failure rolls the whole transaction back, so a
+ * around the conversation row, the turn's one row (migration 13: both
+ * texts, the decision log and the scenario after the turn are columns of
+ * it; `messages` and `decisions` are views over it) and the counters
+ * (one upsert per table for up to METRIC_SLOTS of them). Any failure rolls the whole transaction back, so a
  * reader (or a process started after a kill -9) sees a turn fully or not
  * at all. The conversation row is only updated when its turn count is
  * the one the turn was computed from; a stale writer changes nothing and
@@ -54,12 +56,6 @@ int sqlite_load_conversation(struct store *store, const char *id, struct store_c
     return rc;
 }
 
-static int step_done(struct sqlite_store *st, enum stmt_id id, const char *op,
-                     struct keel_error *err)
-{
-    return sqlite_stmt_exec(st, id, op, err);
-}
-
 static int write_conversation(struct sqlite_store *st, const struct store_turn_record *rec,
                               struct keel_error *err)
 {
@@ -95,60 +91,57 @@ static int write_conversation(struct sqlite_store *st, const struct store_turn_r
     return KEEL_OK;
 }
 
+/* The turn's one row (migration 13): texts, decision log, scenario. */
 static int write_turn(struct sqlite_store *st, const struct store_turn_record *rec,
                       struct keel_error *err)
 {
     sqlite3_stmt *stmt = st->stmt[ST_TURN_INSERT];
-    int rc;
 
     BIND_TEXT(stmt, 1, rec->conversation_id);
     sqlite3_bind_int(stmt, 2, rec->seq);
     BIND_TEXT(stmt, 3, rec->correlation_id);
     sqlite3_bind_int64(stmt, 4, rec->ts_ms);
     sqlite3_bind_int(stmt, 5, rec->clarification != 0);
-    BIND_TEXT(stmt, 6, rec->state_json);
-    BIND_TEXT(stmt, 7, rec->deltas_json);
-    BIND_TEXT(stmt, 8, rec->events_json);
-    BIND_TEXT(stmt, 9, rec->sources_json);
-    if ((rc = step_done(st, ST_TURN_INSERT, "saving a turn", err)))
-        return rc;
-    const char *roles[2] = {"user", "assistant"};
-    const char *texts[2] = {rec->user_text, rec->assistant_text};
-    for (int i = 0; i < 2; i++) {
-        stmt = st->stmt[ST_MESSAGE_INSERT];
-        BIND_TEXT(stmt, 1, rec->conversation_id);
-        sqlite3_bind_int(stmt, 2, rec->seq);
-        BIND_TEXT(stmt, 3, roles[i]);
-        BIND_TEXT(stmt, 4, texts[i]);
-        sqlite3_bind_int64(stmt, 5, rec->ts_ms);
-        if ((rc = step_done(st, ST_MESSAGE_INSERT, "saving a message", err)))
-            return rc;
-    }
-    stmt = st->stmt[ST_DECISION_INSERT];
-    BIND_TEXT(stmt, 1, rec->conversation_id);
-    sqlite3_bind_int(stmt, 2, rec->seq);
-    BIND_TEXT(stmt, 3, rec->intent);
-    BIND_TEXT(stmt, 4, rec->route);
-    BIND_TEXT(stmt, 5, rec->tool);
-    BIND_TEXT(stmt, 6, rec->arguments_json);
-    BIND_TEXT(stmt, 7, rec->stage_from);
-    BIND_TEXT(stmt, 8, rec->stage_to);
-    BIND_TEXT(stmt, 9, rec->reasons_json);
-    BIND_TEXT(stmt, 10, rec->decision_json);
-    if ((rc = step_done(st, ST_DECISION_INSERT, "saving the decision log", err)))
-        return rc;
-    for (size_t i = 0; i < rec->n_metrics; i++) {
-        stmt = st->stmt[ST_METRIC_ADD];
-        BIND_TEXT(stmt, 1, rec->metrics[i].name);
-        sqlite3_bind_int64(stmt, 2, rec->metrics[i].delta);
-        if ((rc = step_done(st, ST_METRIC_ADD, "updating metrics", err)))
-            return rc;
-        stmt = st->stmt[ST_METRIC_MINUTE_ADD];
-        sqlite3_bind_int64(stmt, 1, rec->ts_ms / 60000);
-        BIND_TEXT(stmt, 2, rec->metrics[i].name);
-        sqlite3_bind_int64(stmt, 3, rec->metrics[i].delta);
-        if ((rc = step_done(st, ST_METRIC_MINUTE_ADD, "updating metrics", err)))
-            return rc;
+    BIND_TEXT(stmt, 6, rec->user_text);
+    BIND_TEXT(stmt, 7, rec->assistant_text);
+    BIND_TEXT(stmt, 8, rec->intent);
+    BIND_TEXT(stmt, 9, rec->route);
+    BIND_TEXT(stmt, 10, rec->tool);
+    BIND_TEXT(stmt, 11, rec->stage_from);
+    BIND_TEXT(stmt, 12, rec->stage_to);
+    BIND_TEXT(stmt, 13, rec->arguments_json);
+    BIND_TEXT(stmt, 14, rec->reasons_json);
+    BIND_TEXT(stmt, 15, rec->state_json);
+    BIND_TEXT(stmt, 16, rec->deltas_json);
+    BIND_TEXT(stmt, 17, rec->sources_json);
+    BIND_TEXT(stmt, 18, rec->scenario_json);         /* NULL binds NULL: none */
+    BIND_TEXT(stmt, 19, rec->scenario_delta_json);
+    BIND_TEXT(stmt, 20, rec->decision_json);
+    BIND_TEXT(stmt, 21, rec->events_json);
+    return sqlite_stmt_exec(st, ST_TURN_INSERT, "saving a turn", err);
+}
+
+/* Adds the turn's counters to their totals and to the minute of the
+ * turn, METRIC_SLOTS counters per statement. */
+static int write_metrics(struct sqlite_store *st, const struct store_turn_record *rec,
+                         struct keel_error *err)
+{
+    static const enum stmt_id ids[2] = {ST_METRIC_ADD, ST_METRIC_MINUTE_ADD};
+    int rc;
+
+    for (size_t first = 0; first < rec->n_metrics; first += METRIC_SLOTS) {
+        size_t n = rec->n_metrics - first < METRIC_SLOTS ? rec->n_metrics - first : METRIC_SLOTS;
+        for (int t = 0; t < 2; t++) {
+            sqlite3_stmt *stmt = st->stmt[ids[t]];
+            for (size_t i = 0; i < n; i++) {   /* slots past n stay NULL: unused */
+                BIND_TEXT(stmt, (int)(2 * i + 1), rec->metrics[first + i].name);
+                sqlite3_bind_int64(stmt, (int)(2 * i + 2), rec->metrics[first + i].delta);
+            }
+            if (ids[t] == ST_METRIC_MINUTE_ADD)
+                sqlite3_bind_int64(stmt, 2 * METRIC_SLOTS + 1, rec->ts_ms / 60000);
+            if ((rc = sqlite_stmt_exec(st, ids[t], "updating metrics", err)))
+                return rc;
+        }
     }
     return KEEL_OK;
 }
@@ -163,7 +156,7 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
         (rc = sqlite_tx_begin(st, "saving a turn", err)))
         return rc;
     if ((rc = write_conversation(st, rec, err)) || (rc = write_turn(st, rec, err)) ||
-        (rc = sqlite_scenario_turn_write(st, rec, err)) ||
+        (rc = write_metrics(st, rec, err)) || (rc = sqlite_scenario_turn_write(st, rec, err)) ||
         (rec->memory && (rc = sqlite_memory_write(st, rec->memory, err))) ||
         (rec->personal && (rc = sqlite_personal_write(st, rec->personal, err))) ||
         (rec->artifact && (rc = sqlite_artifact_write(st, rec, err))) ||
@@ -333,8 +326,7 @@ int sqlite_list_conversations(struct store *store, const char *owner, int limit,
 int sqlite_delete_conversation(struct store *store, const char *id, struct keel_error *err)
 {
     static const enum stmt_id steps[] = {ST_CONV_DELETE_FACTS, ST_CONV_DELETE_ARTIFACTS,
-                                         ST_CONV_DELETE_SHARES, ST_CONV_DELETE_DECISIONS,
-                                         ST_CONV_DELETE_MESSAGES, ST_CONV_DELETE_TURNS,
+                                         ST_CONV_DELETE_SHARES, ST_CONV_DELETE_TURNS,
                                          ST_CONV_DELETE};
     struct sqlite_store *st = (struct sqlite_store *)store;
     int rc;
