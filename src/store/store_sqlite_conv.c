@@ -6,7 +6,9 @@
  * around the conversation row, the turn's one row (migration 13: both
  * texts, the decision log and the scenario after the turn are columns of
  * it; `messages` and `decisions` are views over it) and the counters
- * (one upsert per table for up to METRIC_SLOTS of them). Any failure rolls the whole transaction back, so a
+ * (one upsert per table for up to METRIC_SLOTS of them). The events are
+ * stored without the correlation id each repeats and get it back when
+ * read (store_events_text.h). Any failure rolls the whole transaction back, so a
  * reader (or a process started after a kill -9) sees a turn fully or not
  * at all. The conversation row is only updated when its turn count is
  * the one the turn was computed from; a stale writer changes nothing and
@@ -17,6 +19,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/json.h"
+#include "store/store_events_text.h"
 #include "store/store_sqlite_int.h"
 
 #define BIND_TEXT(stmt, i, s) sqlite3_bind_text((stmt), (i), (s), -1, SQLITE_STATIC)
@@ -91,11 +94,20 @@ static int write_conversation(struct sqlite_store *st, const struct store_turn_r
     return KEEL_OK;
 }
 
-/* The turn's one row (migration 13): texts, decision log, scenario. */
+/* The turn's one row (migration 13): texts, decision log, scenario, and
+ * the events without their correlation ids when they have the usual form
+ * (store_events_text.h), else as they are. */
 static int write_turn(struct sqlite_store *st, const struct store_turn_record *rec,
                       struct keel_error *err)
 {
     sqlite3_stmt *stmt = st->stmt[ST_TURN_INSERT];
+    char *events = NULL;
+    size_t events_len = 0;
+    int rc = store_events_compact(rec->events_json, strlen(rec->events_json),
+                                  rec->correlation_id, &events, &events_len);
+
+    if (rc == KEEL_ENOMEM)
+        return keel_error_set(err, KEEL_ENOMEM, "events", "out of memory");
 
     BIND_TEXT(stmt, 1, rec->conversation_id);
     sqlite3_bind_int(stmt, 2, rec->seq);
@@ -117,8 +129,14 @@ static int write_turn(struct sqlite_store *st, const struct store_turn_record *r
     BIND_TEXT(stmt, 18, rec->scenario_json);         /* NULL binds NULL: none */
     BIND_TEXT(stmt, 19, rec->scenario_delta_json);
     BIND_TEXT(stmt, 20, rec->decision_json);
-    BIND_TEXT(stmt, 21, rec->events_json);
-    return sqlite_stmt_exec(st, ST_TURN_INSERT, "saving a turn", err);
+    if (rc == KEEL_OK)
+        sqlite3_bind_text(stmt, 21, events, (int)events_len, SQLITE_STATIC);
+    else
+        BIND_TEXT(stmt, 21, rec->events_json);
+    sqlite3_bind_int(stmt, 22, rc == KEEL_OK);
+    rc = sqlite_stmt_exec(st, ST_TURN_INSERT, "saving a turn", err);
+    keel_free(events);   /* the statement was reset: SQLite holds no pointer to it */
+    return rc;
 }
 
 /* Adds the turn's counters to their totals and to the minute of the
@@ -218,12 +236,11 @@ static int add_turn(sqlite3_stmt *stmt, json_t *list)
     return !turn || json_array_append_new(list, turn);
 }
 
-/* Parses a stored JSON text column into `obj`[key]; KEEL_ENOMEM (a
- * column that is not JSON is reported as KEEL_EIO). */
-static int set_parsed(json_t *obj, const char *key, sqlite3_stmt *stmt, int col,
-                      struct keel_error *err)
+/* Parses JSON `text` (`len` bytes; NULL: JSON null) into `obj`[key];
+ * KEEL_ENOMEM (a text that is not JSON is reported as KEEL_EIO). */
+static int set_parsed_text(json_t *obj, const char *key, const char *text, size_t len,
+                           struct keel_error *err)
 {
-    const char *text = (const char *)sqlite3_column_text(stmt, col);
     json_t *value = NULL;
     int rc;
 
@@ -231,12 +248,45 @@ static int set_parsed(json_t *obj, const char *key, sqlite3_stmt *stmt, int col,
         return json_object_set_new(obj, key, json_null())
                    ? keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory")
                    : KEEL_OK;
-    if ((rc = keel_json_parse(text, strlen(text), (size_t)sqlite3_column_bytes(stmt, col) + 1,
-                              key, &value, err)))
+    if ((rc = keel_json_parse(text, len, len + 1, key, &value, err)))
         return rc == KEEL_ENOMEM ? rc : keel_error_set(err, KEEL_EIO, key, "stored %s is not JSON", key);
     return json_object_set_new(obj, key, value)
                ? keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory")
                : KEEL_OK;
+}
+
+/* set_parsed_text of a stored JSON text column. */
+static int set_parsed(json_t *obj, const char *key, sqlite3_stmt *stmt, int col,
+                      struct keel_error *err)
+{
+    const char *text = (const char *)sqlite3_column_text(stmt, col);
+
+    return set_parsed_text(obj, key, text, text ? strlen(text) : 0, err);
+}
+
+/* The turn's events (column `col`), their correlation ids put back when
+ * the row stored them without (column `flag`, migration 13). */
+static int set_events(json_t *obj, sqlite3_stmt *stmt, int col, int flag, const char *id,
+                      struct keel_error *err)
+{
+    const char *text = (const char *)sqlite3_column_text(stmt, col);
+    char *events = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (!text || !sqlite3_column_int(stmt, flag))
+        return set_parsed(obj, "events", stmt, col, err);
+    if (!id)
+        return keel_error_set(err, KEEL_EIO, "events", "stored events lack their turn's id");
+    rc = store_events_expand(text, (size_t)sqlite3_column_bytes(stmt, col), id, STORE_TEXT_MAX,
+                             &events, &len);
+    if (rc == KEEL_ENOMEM)
+        return keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory");
+    if (rc)
+        return keel_error_set(err, KEEL_EIO, "events", "stored events are not a list of events");
+    rc = set_parsed_text(obj, "events", events, len, err);
+    keel_free(events);
+    return rc;
 }
 
 int sqlite_get_turn(struct store *store, const char *correlation_id, json_t **out,
@@ -267,7 +317,8 @@ int sqlite_get_turn(struct store *store, const char *correlation_id, json_t **ou
                                   (const char *)sqlite3_column_text(stmt, 10)))) {
         rc = keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory");
     } else if (!(rc = set_parsed(turn, "state", stmt, 6, err)) &&
-               !(rc = set_parsed(turn, "events", stmt, 7, err)) &&
+               !(rc = set_events(turn, stmt, 7, 13, json_string_value(json_object_get(
+                                                          turn, "correlation_id")), err)) &&
                !(rc = set_parsed(turn, "sources", stmt, 8, err)) &&
                !(rc = set_parsed(turn, "decision", stmt, 9, err)) &&
                !(rc = set_parsed(turn, "active_scenario", stmt, 11, err)) &&

@@ -278,7 +278,9 @@ const struct migration sqlite_migrations[] = {
      * consecutive turns share the rightmost leaf, and holds both texts
      * and the decision log; (conversation_id, seq) and correlation_id
      * are unique indexes. The big columns come last, so listing a
-     * conversation's turns reads no overflow page. messages and decisions
+     * conversation's turns reads no overflow page. events_compact 1: the
+     * events lack the correlation_id each one repeats (the row's; see
+     * store_events_text.h); copied rows keep theirs. messages and decisions
      * stay as views with their old columns for ad-hoc SQL. Existing rows
      * are copied oldest first; a turn without a decision row (none is
      * written without one) keeps NULL decision columns, as the LEFT JOIN
@@ -290,6 +292,7 @@ const struct migration sqlite_migrations[] = {
          " correlation_id TEXT NOT NULL,"
          " created_at INTEGER NOT NULL,"
          " clarification INTEGER NOT NULL,"
+         " events_compact INTEGER NOT NULL DEFAULT 0,"
          " user_text TEXT NOT NULL,"
          " assistant_text TEXT NOT NULL,"
          " intent TEXT,"
@@ -417,9 +420,9 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
     [ST_TURN_INSERT] = "INSERT INTO turns (conversation_id, seq, correlation_id, created_at,"
                        " clarification, user_text, assistant_text, intent, route, tool,"
                        " stage_from, stage_to, arguments, reasons, state_after, deltas, sources,"
-                       " scenario_after, scenario_delta, decision, events)"
+                       " scenario_after, scenario_delta, decision, events, events_compact)"
                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-                       " ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+                       " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
     /* Up to METRIC_SLOTS counters in one statement per table: slot k is
      * name ?(2k+1), delta ?(2k+2); a NULL name is an unused slot. A name
      * twice adds both deltas (the rows are upserted one by one). */
@@ -431,7 +434,8 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
                       " FROM turns WHERE conversation_id = ?1 ORDER BY seq",
     [ST_TURN_GET] = "SELECT conversation_id, seq, created_at, clarification, user_text,"
                     " assistant_text, state_after, events, sources, decision, correlation_id,"
-                    " scenario_after, scenario_delta FROM turns WHERE correlation_id = ?1",
+                    " scenario_after, scenario_delta, events_compact FROM turns"
+                    " WHERE correlation_id = ?1",
     [ST_KEY_INSERT] = "INSERT INTO api_keys (id, user, role, hash, created_at) VALUES (?1, ?2, ?3,"
                       " ?4, ?5)",
     [ST_KEY_FIND] = "SELECT id, user, role, created_at, coalesce(revoked_at, 0) FROM api_keys"
