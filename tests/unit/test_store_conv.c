@@ -572,6 +572,16 @@ START_TEST(test_conv_argument_errors)
     rec.pack = NULL;
     ck_assert_int_eq(store_save_turn(store, &rec, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "pack");
+    /* a counter without a name, counters without their array */
+    static const struct store_metric unnamed[] = {{"turns", 1}, {NULL, 1}};
+    rec = record_make("conv_a", 1, &buf);
+    rec.metrics = unnamed;
+    ck_assert_int_eq(store_save_turn(store, &rec, &err), KEEL_EINVAL);
+    ck_assert_str_eq(err.field, "metrics");
+    rec = record_make("conv_a", 1, &buf);
+    rec.metrics = NULL;
+    ck_assert_int_eq(store_save_turn(store, &rec, &err), KEEL_EINVAL);
+    ck_assert_str_eq(err.field, "metrics");
 
     ck_assert_int_eq(store_load_conversation(store, "", &conv, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "conversation_id");
