@@ -88,6 +88,8 @@ static int rewrite(const char *s, size_t len, const char *id, int strip, size_t 
 
     if (!mlen || len < 2 || s[0] != '[' || s[len - 1] != ']')
         return KEEL_EINVAL;
+    if (strip && len > 2 && (len < 1 + mlen || memcmp(s + 1, member, mlen)))
+        return KEEL_EINVAL;   /* not even the first event: nothing allocated */
     size_t room = strip ? len : len + len / 4;   /* ~50 bytes put back per ~250 */
     keel_buf_init(&b, max);
     if ((rc = keel_buf_grow(&b, room < max ? room : max)) || (rc = keel_buf_addc(&b, '[')))
