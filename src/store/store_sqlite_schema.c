@@ -282,9 +282,10 @@ const struct migration sqlite_migrations[] = {
      * events lack the correlation_id each one repeats (the row's; see
      * store_events_text.h); copied rows keep theirs. messages and decisions
      * stay as views with their old columns for ad-hoc SQL. Existing rows
-     * are copied oldest first; a turn without a decision row (none is
-     * written without one) keeps NULL decision columns, as the LEFT JOIN
-     * that read it gave. */
+     * are copied in the old key order (no sort of the whole table, and an
+     * old conversation's turns stay together); a turn without a decision
+     * row (none is written without one) keeps NULL decision columns, as
+     * the LEFT JOIN that read it gave. */
     {13, "CREATE TABLE turns_13 ("
          " id INTEGER PRIMARY KEY,"
          " conversation_id TEXT NOT NULL REFERENCES conversations(id),"
@@ -324,7 +325,7 @@ const struct migration sqlite_migrations[] = {
          "  AND a.turn_seq = t.seq AND a.role = 'assistant'"
          " LEFT JOIN decisions AS d ON d.conversation_id = t.conversation_id"
          "  AND d.turn_seq = t.seq"
-         " ORDER BY t.created_at, t.conversation_id, t.seq;"
+         " ORDER BY t.conversation_id, t.seq;"
          "DROP TABLE messages;"
          "DROP TABLE decisions;"
          "DROP TABLE turns;"
