@@ -177,6 +177,12 @@ int store_save_turn(struct store *store, const struct store_turn_record *rec,
     for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
         if (!required[i])
             return keel_error_set(err, KEEL_EINVAL, names[i], "is required");
+    if (rec->n_metrics && !rec->metrics)
+        return keel_error_set(err, KEEL_EINVAL, "metrics", "is required for %zu counters",
+                              rec->n_metrics);
+    for (size_t i = 0; i < rec->n_metrics; i++)
+        if (!rec->metrics[i].name)
+            return keel_error_set(err, KEEL_EINVAL, "metrics", "counter %zu has no name", i);
     if (rec->memory && (rc = check_memory_change(rec->memory, err)))
         return rc;
     if (rec->personal && (rc = store_personal_check(rec->personal, err)))

@@ -388,7 +388,8 @@ int store_load_conversation(struct store *store, const char *id, struct store_co
 /* Writes one whole turn atomically: the conversation row (created at seq
  * 1, else its state and turn count updated), the turn with its state,
  * deltas, events and sources, both messages, the decision log and the
- * metric counters. Either all of it is stored or none of it. */
+ * metric counters (each named; KEEL_EINVAL, field "metrics", else).
+ * Either all of it is stored or none of it. */
 int store_save_turn(struct store *store, const struct store_turn_record *rec,
                     struct keel_error *err);
 

@@ -3,8 +3,12 @@
  * quality counters in the SQLite backend (see store.h).
  *
  * save_turn is the pipeline's publish: one BEGIN IMMEDIATE … COMMIT
- * around the conversation row, the turn row, both messages, the decision
- * and the counters. Any failure rolls the whole transaction back, so a
+ * around the conversation row, the turn's one row (migration 13: both
+ * texts, the decision log and the scenario after the turn are columns of
+ * it; `messages` and `decisions` are views over it) and the counters
+ * (one upsert per table for up to METRIC_SLOTS of them). The events are
+ * stored without the correlation id each repeats and get it back when
+ * read (store_events_text.h). Any failure rolls the whole transaction back, so a
  * reader (or a process started after a kill -9) sees a turn fully or not
  * at all. The conversation row is only updated when its turn count is
  * the one the turn was computed from; a stale writer changes nothing and
@@ -15,6 +19,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/json.h"
+#include "store/store_events_text.h"
 #include "store/store_sqlite_int.h"
 
 #define BIND_TEXT(stmt, i, s) sqlite3_bind_text((stmt), (i), (s), -1, SQLITE_STATIC)
@@ -54,12 +59,6 @@ int sqlite_load_conversation(struct store *store, const char *id, struct store_c
     return rc;
 }
 
-static int step_done(struct sqlite_store *st, enum stmt_id id, const char *op,
-                     struct keel_error *err)
-{
-    return sqlite_stmt_exec(st, id, op, err);
-}
-
 static int write_conversation(struct sqlite_store *st, const struct store_turn_record *rec,
                               struct keel_error *err)
 {
@@ -95,60 +94,72 @@ static int write_conversation(struct sqlite_store *st, const struct store_turn_r
     return KEEL_OK;
 }
 
+/* The turn's one row (migration 13): texts, decision log, scenario, and
+ * the events without their correlation ids when they have the usual form
+ * (store_events_text.h), else as they are. */
 static int write_turn(struct sqlite_store *st, const struct store_turn_record *rec,
                       struct keel_error *err)
 {
     sqlite3_stmt *stmt = st->stmt[ST_TURN_INSERT];
-    int rc;
+    char *events = NULL;
+    size_t events_len = 0;
+    int rc = store_events_compact(rec->events_json, strlen(rec->events_json),
+                                  rec->correlation_id, &events, &events_len);
+
+    if (rc == KEEL_ENOMEM)
+        return keel_error_set(err, KEEL_ENOMEM, "events", "out of memory");
 
     BIND_TEXT(stmt, 1, rec->conversation_id);
     sqlite3_bind_int(stmt, 2, rec->seq);
     BIND_TEXT(stmt, 3, rec->correlation_id);
     sqlite3_bind_int64(stmt, 4, rec->ts_ms);
     sqlite3_bind_int(stmt, 5, rec->clarification != 0);
-    BIND_TEXT(stmt, 6, rec->state_json);
-    BIND_TEXT(stmt, 7, rec->deltas_json);
-    BIND_TEXT(stmt, 8, rec->events_json);
-    BIND_TEXT(stmt, 9, rec->sources_json);
-    if ((rc = step_done(st, ST_TURN_INSERT, "saving a turn", err)))
-        return rc;
-    const char *roles[2] = {"user", "assistant"};
-    const char *texts[2] = {rec->user_text, rec->assistant_text};
-    for (int i = 0; i < 2; i++) {
-        stmt = st->stmt[ST_MESSAGE_INSERT];
-        BIND_TEXT(stmt, 1, rec->conversation_id);
-        sqlite3_bind_int(stmt, 2, rec->seq);
-        BIND_TEXT(stmt, 3, roles[i]);
-        BIND_TEXT(stmt, 4, texts[i]);
-        sqlite3_bind_int64(stmt, 5, rec->ts_ms);
-        if ((rc = step_done(st, ST_MESSAGE_INSERT, "saving a message", err)))
-            return rc;
-    }
-    stmt = st->stmt[ST_DECISION_INSERT];
-    BIND_TEXT(stmt, 1, rec->conversation_id);
-    sqlite3_bind_int(stmt, 2, rec->seq);
-    BIND_TEXT(stmt, 3, rec->intent);
-    BIND_TEXT(stmt, 4, rec->route);
-    BIND_TEXT(stmt, 5, rec->tool);
-    BIND_TEXT(stmt, 6, rec->arguments_json);
-    BIND_TEXT(stmt, 7, rec->stage_from);
-    BIND_TEXT(stmt, 8, rec->stage_to);
-    BIND_TEXT(stmt, 9, rec->reasons_json);
-    BIND_TEXT(stmt, 10, rec->decision_json);
-    if ((rc = step_done(st, ST_DECISION_INSERT, "saving the decision log", err)))
-        return rc;
-    for (size_t i = 0; i < rec->n_metrics; i++) {
-        stmt = st->stmt[ST_METRIC_ADD];
-        BIND_TEXT(stmt, 1, rec->metrics[i].name);
-        sqlite3_bind_int64(stmt, 2, rec->metrics[i].delta);
-        if ((rc = step_done(st, ST_METRIC_ADD, "updating metrics", err)))
-            return rc;
-        stmt = st->stmt[ST_METRIC_MINUTE_ADD];
-        sqlite3_bind_int64(stmt, 1, rec->ts_ms / 60000);
-        BIND_TEXT(stmt, 2, rec->metrics[i].name);
-        sqlite3_bind_int64(stmt, 3, rec->metrics[i].delta);
-        if ((rc = step_done(st, ST_METRIC_MINUTE_ADD, "updating metrics", err)))
-            return rc;
+    BIND_TEXT(stmt, 6, rec->user_text);
+    BIND_TEXT(stmt, 7, rec->assistant_text);
+    BIND_TEXT(stmt, 8, rec->intent);
+    BIND_TEXT(stmt, 9, rec->route);
+    BIND_TEXT(stmt, 10, rec->tool);
+    BIND_TEXT(stmt, 11, rec->stage_from);
+    BIND_TEXT(stmt, 12, rec->stage_to);
+    BIND_TEXT(stmt, 13, rec->arguments_json);
+    BIND_TEXT(stmt, 14, rec->reasons_json);
+    BIND_TEXT(stmt, 15, rec->state_json);
+    BIND_TEXT(stmt, 16, rec->deltas_json);
+    BIND_TEXT(stmt, 17, rec->sources_json);
+    BIND_TEXT(stmt, 18, rec->scenario_json);         /* NULL binds NULL: none */
+    BIND_TEXT(stmt, 19, rec->scenario_delta_json);
+    BIND_TEXT(stmt, 20, rec->decision_json);
+    if (rc == KEEL_OK)
+        sqlite3_bind_text(stmt, 21, events, (int)events_len, SQLITE_STATIC);
+    else
+        BIND_TEXT(stmt, 21, rec->events_json);
+    sqlite3_bind_int(stmt, 22, rc == KEEL_OK);
+    rc = sqlite_stmt_exec(st, ST_TURN_INSERT, "saving a turn", err);
+    keel_free(events);   /* the statement was reset: SQLite holds no pointer to it */
+    return rc;
+}
+
+/* Adds the turn's counters to their totals and to the minute of the
+ * turn, METRIC_SLOTS counters per statement. */
+static int write_metrics(struct sqlite_store *st, const struct store_turn_record *rec,
+                         struct keel_error *err)
+{
+    static const enum stmt_id ids[2] = {ST_METRIC_ADD, ST_METRIC_MINUTE_ADD};
+    int rc;
+
+    for (size_t first = 0; first < rec->n_metrics; first += METRIC_SLOTS) {
+        size_t n = rec->n_metrics - first < METRIC_SLOTS ? rec->n_metrics - first : METRIC_SLOTS;
+        for (int t = 0; t < 2; t++) {
+            sqlite3_stmt *stmt = st->stmt[ids[t]];
+            for (size_t i = 0; i < n; i++) {   /* slots past n stay NULL: unused */
+                BIND_TEXT(stmt, (int)(2 * i + 1), rec->metrics[first + i].name);
+                sqlite3_bind_int64(stmt, (int)(2 * i + 2), rec->metrics[first + i].delta);
+            }
+            if (ids[t] == ST_METRIC_MINUTE_ADD)
+                sqlite3_bind_int64(stmt, 2 * METRIC_SLOTS + 1, rec->ts_ms / 60000);
+            if ((rc = sqlite_stmt_exec(st, ids[t], "updating metrics", err)))
+                return rc;
+        }
     }
     return KEEL_OK;
 }
@@ -163,7 +174,7 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
         (rc = sqlite_tx_begin(st, "saving a turn", err)))
         return rc;
     if ((rc = write_conversation(st, rec, err)) || (rc = write_turn(st, rec, err)) ||
-        (rc = sqlite_scenario_turn_write(st, rec, err)) ||
+        (rc = write_metrics(st, rec, err)) || (rc = sqlite_scenario_turn_write(st, rec, err)) ||
         (rec->memory && (rc = sqlite_memory_write(st, rec->memory, err))) ||
         (rec->personal && (rc = sqlite_personal_write(st, rec->personal, err))) ||
         (rec->artifact && (rc = sqlite_artifact_write(st, rec, err))) ||
@@ -225,12 +236,11 @@ static int add_turn(sqlite3_stmt *stmt, json_t *list)
     return !turn || json_array_append_new(list, turn);
 }
 
-/* Parses a stored JSON text column into `obj`[key]; KEEL_ENOMEM (a
- * column that is not JSON is reported as KEEL_EIO). */
-static int set_parsed(json_t *obj, const char *key, sqlite3_stmt *stmt, int col,
-                      struct keel_error *err)
+/* Parses JSON `text` (`len` bytes; NULL: JSON null) into `obj`[key];
+ * KEEL_ENOMEM (a text that is not JSON is reported as KEEL_EIO). */
+static int set_parsed_text(json_t *obj, const char *key, const char *text, size_t len,
+                           struct keel_error *err)
 {
-    const char *text = (const char *)sqlite3_column_text(stmt, col);
     json_t *value = NULL;
     int rc;
 
@@ -238,12 +248,45 @@ static int set_parsed(json_t *obj, const char *key, sqlite3_stmt *stmt, int col,
         return json_object_set_new(obj, key, json_null())
                    ? keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory")
                    : KEEL_OK;
-    if ((rc = keel_json_parse(text, strlen(text), (size_t)sqlite3_column_bytes(stmt, col) + 1,
-                              key, &value, err)))
+    if ((rc = keel_json_parse(text, len, len + 1, key, &value, err)))
         return rc == KEEL_ENOMEM ? rc : keel_error_set(err, KEEL_EIO, key, "stored %s is not JSON", key);
     return json_object_set_new(obj, key, value)
                ? keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory")
                : KEEL_OK;
+}
+
+/* set_parsed_text of a stored JSON text column. */
+static int set_parsed(json_t *obj, const char *key, sqlite3_stmt *stmt, int col,
+                      struct keel_error *err)
+{
+    const char *text = (const char *)sqlite3_column_text(stmt, col);
+
+    return set_parsed_text(obj, key, text, text ? strlen(text) : 0, err);
+}
+
+/* The turn's events (column `col`), their correlation ids put back when
+ * the row stored them without (column `flag`, migration 13). */
+static int set_events(json_t *obj, sqlite3_stmt *stmt, int col, int flag, const char *id,
+                      struct keel_error *err)
+{
+    const char *text = (const char *)sqlite3_column_text(stmt, col);
+    char *events = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (!text || !sqlite3_column_int(stmt, flag))
+        return set_parsed(obj, "events", stmt, col, err);
+    if (!id)
+        return keel_error_set(err, KEEL_EIO, "events", "stored events lack their turn's id");
+    rc = store_events_expand(text, (size_t)sqlite3_column_bytes(stmt, col), id, STORE_TEXT_MAX,
+                             &events, &len);
+    if (rc == KEEL_ENOMEM)
+        return keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory");
+    if (rc)
+        return keel_error_set(err, KEEL_EIO, "events", "stored events are not a list of events");
+    rc = set_parsed_text(obj, "events", events, len, err);
+    keel_free(events);
+    return rc;
 }
 
 int sqlite_get_turn(struct store *store, const char *correlation_id, json_t **out,
@@ -274,7 +317,8 @@ int sqlite_get_turn(struct store *store, const char *correlation_id, json_t **ou
                                   (const char *)sqlite3_column_text(stmt, 10)))) {
         rc = keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory");
     } else if (!(rc = set_parsed(turn, "state", stmt, 6, err)) &&
-               !(rc = set_parsed(turn, "events", stmt, 7, err)) &&
+               !(rc = set_events(turn, stmt, 7, 13, json_string_value(json_object_get(
+                                                          turn, "correlation_id")), err)) &&
                !(rc = set_parsed(turn, "sources", stmt, 8, err)) &&
                !(rc = set_parsed(turn, "decision", stmt, 9, err)) &&
                !(rc = set_parsed(turn, "active_scenario", stmt, 11, err)) &&
@@ -333,8 +377,7 @@ int sqlite_list_conversations(struct store *store, const char *owner, int limit,
 int sqlite_delete_conversation(struct store *store, const char *id, struct keel_error *err)
 {
     static const enum stmt_id steps[] = {ST_CONV_DELETE_FACTS, ST_CONV_DELETE_ARTIFACTS,
-                                         ST_CONV_DELETE_SHARES, ST_CONV_DELETE_DECISIONS,
-                                         ST_CONV_DELETE_MESSAGES, ST_CONV_DELETE_TURNS,
+                                         ST_CONV_DELETE_SHARES, ST_CONV_DELETE_TURNS,
                                          ST_CONV_DELETE};
     struct sqlite_store *st = (struct sqlite_store *)store;
     int rc;

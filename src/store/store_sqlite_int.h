@@ -40,8 +40,6 @@ enum stmt_id {
     ST_CONV_INSERT,
     ST_CONV_UPDATE,
     ST_TURN_INSERT,
-    ST_MESSAGE_INSERT,
-    ST_DECISION_INSERT,
     ST_METRIC_ADD,
     ST_METRICS,
     ST_TURNS_LIST,
@@ -54,8 +52,6 @@ enum stmt_id {
     ST_SHARE_FIND,
     ST_CONV_LIST,
     ST_CONV_DELETE_SHARES,
-    ST_CONV_DELETE_DECISIONS,
-    ST_CONV_DELETE_MESSAGES,
     ST_CONV_DELETE_TURNS,
     ST_CONV_DELETE,
     ST_METRICS_RESET,
@@ -76,13 +72,16 @@ enum stmt_id {
     ST_CONV_DELETE_FACTS,
     ST_CONV_DELETE_ARTIFACTS,
     ST_SCENARIO_SET,
-    ST_SCENARIO_TURN,
     ST_PERSONAL_UPSERT,
     ST_PERSONAL_DELETE,
     ST_PERSONAL_LIST,
     ST_PERSONAL_STATS,
     ST_COUNT
 };
+
+/* Counter rows in one ST_METRIC_ADD / ST_METRIC_MINUTE_ADD: a turn with
+ * more counters runs them again for the rest. */
+#define METRIC_SLOTS 10
 
 /* The SQL of each statement, prepared once per connection. */
 extern const char *const sqlite_stmt_sql[ST_COUNT];
@@ -249,7 +248,8 @@ int sqlite_metrics_history(struct store *store, int aggregate_minutes, int limit
                            struct keel_error *err);
 
 /* The active scenario (store_sqlite_scenario.c). turn_write: a turn's
- * scenario inside the caller's transaction (after the turn row). set:
+ * change of the conversation's scenario inside the caller's transaction
+ * (the turn row carries the scenario after it and its delta). set:
  * the port's scenario_set, in a transaction of its own. */
 int sqlite_scenario_turn_write(struct sqlite_store *st, const struct store_turn_record *rec,
                                struct keel_error *err);

@@ -3,7 +3,8 @@
  * backend: a conversation's scenario and its version (migration 8), the
  * scenario after each turn and the turn's changes of it.
  *
- * A turn writes its scenario inside publish's transaction; a change
+ * A turn writes its scenario inside publish's transaction (the turn's
+ * own columns are written with its row, store_sqlite_conv.c); a change
  * outside a turn (PATCH/DELETE over HTTP) is a transaction of its own.
  * Both replace the scenario only when its version is still the one the
  * writer read, so a turn and a PATCH racing each other cannot lose
@@ -37,20 +38,9 @@ static int replace(struct sqlite_store *st, const char *id, int64_t version, con
 int sqlite_scenario_turn_write(struct sqlite_store *st, const struct store_turn_record *rec,
                                struct keel_error *err)
 {
-    sqlite3_stmt *stmt;
-    int rc;
-
-    if (rec->scenario_changed &&
-        (rc = replace(st, rec->conversation_id, rec->scenario_version, rec->scenario_json, err)))
-        return rc;
-    if (!rec->scenario_json && !rec->scenario_delta_json)
+    if (!rec->scenario_changed)
         return KEEL_OK;
-    stmt = st->stmt[ST_SCENARIO_TURN];
-    BIND_TEXT(stmt, 1, rec->conversation_id);
-    sqlite3_bind_int(stmt, 2, rec->seq);
-    BIND_TEXT(stmt, 3, rec->scenario_json);
-    BIND_TEXT(stmt, 4, rec->scenario_delta_json);
-    return sqlite_stmt_exec(st, ST_SCENARIO_TURN, "saving the turn's scenario", err);
+    return replace(st, rec->conversation_id, rec->scenario_version, rec->scenario_json, err);
 }
 
 int sqlite_scenario_set(struct store *store, const char *id, int64_t version,

@@ -270,6 +270,76 @@ const struct migration sqlite_migrations[] = {
          "ALTER TABLE memory_decisions_12 RENAME TO memory_decisions;"
          "CREATE INDEX memory_decisions_owner ON memory_decisions (owner, seq);"
          "CREATE INDEX memory_decisions_conversation ON memory_decisions (conversation_id);"},
+    /* 13: a turn is one row. turns, messages and decisions were WITHOUT
+     * ROWID tables keyed by (conversation_id, seq): each turn split leaves
+     * of all three at the place of its conversation and spilled its big
+     * JSON into overflow pages from a ~1 KB local payload, some 20 pages
+     * per commit. Now turns has a rowid that grows in commit order, so
+     * consecutive turns share the rightmost leaf, and holds both texts
+     * and the decision log; (conversation_id, seq) and correlation_id
+     * are unique indexes. The big columns come last, so listing a
+     * conversation's turns reads no overflow page. events_compact 1: the
+     * events lack the correlation_id each one repeats (the row's; see
+     * store_events_text.h); copied rows keep theirs. messages and decisions
+     * stay as views with their old columns for ad-hoc SQL. Existing rows
+     * are copied in the old key order (no sort of the whole table, and an
+     * old conversation's turns stay together); a turn without a decision
+     * row (none is written without one) keeps NULL decision columns, as
+     * the LEFT JOIN that read it gave. */
+    {13, "CREATE TABLE turns_13 ("
+         " id INTEGER PRIMARY KEY,"
+         " conversation_id TEXT NOT NULL REFERENCES conversations(id),"
+         " seq INTEGER NOT NULL,"
+         " correlation_id TEXT NOT NULL,"
+         " created_at INTEGER NOT NULL,"
+         " clarification INTEGER NOT NULL,"
+         " events_compact INTEGER NOT NULL DEFAULT 0,"
+         " user_text TEXT NOT NULL,"
+         " assistant_text TEXT NOT NULL,"
+         " intent TEXT,"
+         " route TEXT,"
+         " tool TEXT,"
+         " stage_from TEXT,"
+         " stage_to TEXT,"
+         " arguments TEXT,"
+         " reasons TEXT,"
+         " state_after TEXT NOT NULL,"
+         " deltas TEXT NOT NULL,"
+         " sources TEXT NOT NULL,"
+         " scenario_after TEXT,"
+         " scenario_delta TEXT,"
+         " decision TEXT,"
+         " events TEXT NOT NULL);"
+         "INSERT INTO turns_13 (conversation_id, seq, correlation_id, created_at, clarification,"
+         " user_text, assistant_text, intent, route, tool, stage_from, stage_to, arguments,"
+         " reasons, state_after, deltas, sources, scenario_after, scenario_delta, decision,"
+         " events)"
+         " SELECT t.conversation_id, t.seq, t.correlation_id, t.created_at, t.clarification,"
+         " coalesce(u.text, ''), coalesce(a.text, ''), d.intent, d.route, d.tool, d.stage_from,"
+         " d.stage_to, d.arguments, d.reasons, t.state_after, t.deltas, t.sources,"
+         " t.scenario_after, t.scenario_delta, d.decision, t.events"
+         " FROM turns AS t"
+         " LEFT JOIN messages AS u ON u.conversation_id = t.conversation_id"
+         "  AND u.turn_seq = t.seq AND u.role = 'user'"
+         " LEFT JOIN messages AS a ON a.conversation_id = t.conversation_id"
+         "  AND a.turn_seq = t.seq AND a.role = 'assistant'"
+         " LEFT JOIN decisions AS d ON d.conversation_id = t.conversation_id"
+         "  AND d.turn_seq = t.seq"
+         " ORDER BY t.conversation_id, t.seq;"
+         "DROP TABLE messages;"
+         "DROP TABLE decisions;"
+         "DROP TABLE turns;"
+         "ALTER TABLE turns_13 RENAME TO turns;"
+         "CREATE UNIQUE INDEX turns_conversation ON turns (conversation_id, seq);"
+         "CREATE UNIQUE INDEX turns_correlation ON turns (correlation_id);"
+         "CREATE VIEW messages (conversation_id, turn_seq, role, text, created_at) AS"
+         " SELECT conversation_id, seq, 'user', user_text, created_at FROM turns"
+         " UNION ALL"
+         " SELECT conversation_id, seq, 'assistant', assistant_text, created_at FROM turns;"
+         "CREATE VIEW decisions (conversation_id, turn_seq, intent, route, tool, arguments,"
+         " stage_from, stage_to, reasons, decision) AS"
+         " SELECT conversation_id, seq, intent, route, tool, arguments, stage_from, stage_to,"
+         " reasons, decision FROM turns WHERE decision IS NOT NULL;"},
 };
 
 const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0]);
@@ -277,6 +347,11 @@ const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_mig
 /* ---- statements ---------------------------------------------------------- */
 
 
+
+/* The METRIC_SLOTS (store_sqlite_int.h) counter rows of ST_METRIC_ADD
+ * and ST_METRIC_MINUTE_ADD. */
+#define METRIC_VALUES "(?1, ?2), (?3, ?4), (?5, ?6), (?7, ?8), (?9, ?10), (?11, ?12)," \
+                      " (?13, ?14), (?15, ?16), (?17, ?18), (?19, ?20)"
 
 /* Paper columns in one order for insert (?1..?12), update and select. */
 #define PAPER_COLUMNS "id, title, abstract, year, venue, authors, doi, url, pdf_url, is_open_access, source"
@@ -341,34 +416,27 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
      * no row, and the save reports a conflict. */
     [ST_CONV_UPDATE] = "UPDATE conversations SET state = ?2, turns = ?3, updated_at = ?4"
                        " WHERE id = ?1 AND turns = ?3 - 1 AND pack = ?5",
+    /* A turn is one row (migration 13): the turn, both texts, the
+     * decision log and the scenario after it. */
     [ST_TURN_INSERT] = "INSERT INTO turns (conversation_id, seq, correlation_id, created_at,"
-                       " clarification, state_after, deltas, events, sources)"
-                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    [ST_MESSAGE_INSERT] = "INSERT INTO messages (conversation_id, turn_seq, role, text, created_at)"
-                          " VALUES (?1, ?2, ?3, ?4, ?5)",
-    [ST_DECISION_INSERT] = "INSERT INTO decisions (conversation_id, turn_seq, intent, route, tool,"
-                           " arguments, stage_from, stage_to, reasons, decision)"
-                           " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    [ST_METRIC_ADD] = "INSERT INTO metrics (name, value) VALUES (?1, ?2)"
+                       " clarification, user_text, assistant_text, intent, route, tool,"
+                       " stage_from, stage_to, arguments, reasons, state_after, deltas, sources,"
+                       " scenario_after, scenario_delta, decision, events, events_compact)"
+                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+                       " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+    /* Up to METRIC_SLOTS counters in one statement per table: slot k is
+     * name ?(2k+1), delta ?(2k+2); a NULL name is an unused slot. A name
+     * twice adds both deltas (the rows are upserted one by one). */
+    [ST_METRIC_ADD] = "INSERT INTO metrics (name, value) SELECT column1, column2 FROM"
+                      " (VALUES " METRIC_VALUES ") WHERE column1 IS NOT NULL"
                       " ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
     [ST_METRICS] = "SELECT name, value FROM metrics ORDER BY name",
-    [ST_TURNS_LIST] = "SELECT t.seq, t.created_at, t.clarification, u.text, a.text FROM turns AS t"
-                      " JOIN messages AS u ON u.conversation_id = t.conversation_id"
-                      "  AND u.turn_seq = t.seq AND u.role = 'user'"
-                      " JOIN messages AS a ON a.conversation_id = t.conversation_id"
-                      "  AND a.turn_seq = t.seq AND a.role = 'assistant'"
-                      " WHERE t.conversation_id = ?1 ORDER BY t.seq",
-    [ST_TURN_GET] = "SELECT t.conversation_id, t.seq, t.created_at, t.clarification, u.text, a.text,"
-                    " t.state_after, t.events, t.sources, d.decision, t.correlation_id,"
-                    " t.scenario_after, t.scenario_delta"
-                    " FROM turns AS t"
-                    " JOIN messages AS u ON u.conversation_id = t.conversation_id"
-                    "  AND u.turn_seq = t.seq AND u.role = 'user'"
-                    " JOIN messages AS a ON a.conversation_id = t.conversation_id"
-                    "  AND a.turn_seq = t.seq AND a.role = 'assistant'"
-                    " LEFT JOIN decisions AS d ON d.conversation_id = t.conversation_id"
-                    "  AND d.turn_seq = t.seq"
-                    " WHERE t.correlation_id = ?1",
+    [ST_TURNS_LIST] = "SELECT seq, created_at, clarification, user_text, assistant_text"
+                      " FROM turns WHERE conversation_id = ?1 ORDER BY seq",
+    [ST_TURN_GET] = "SELECT conversation_id, seq, created_at, clarification, user_text,"
+                    " assistant_text, state_after, events, sources, decision, correlation_id,"
+                    " scenario_after, scenario_delta, events_compact FROM turns"
+                    " WHERE correlation_id = ?1",
     [ST_KEY_INSERT] = "INSERT INTO api_keys (id, user, role, hash, created_at) VALUES (?1, ?2, ?3,"
                       " ?4, ?5)",
     [ST_KEY_FIND] = "SELECT id, user, role, created_at, coalesce(revoked_at, 0) FROM api_keys"
@@ -383,13 +451,13 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
                      " WHERE ?1 IS NULL OR owner = ?1"
                      " ORDER BY updated_at DESC, id DESC LIMIT ?2 OFFSET ?3",
     [ST_CONV_DELETE_SHARES] = "DELETE FROM shares WHERE conversation_id = ?1",
-    [ST_CONV_DELETE_DECISIONS] = "DELETE FROM decisions WHERE conversation_id = ?1",
-    [ST_CONV_DELETE_MESSAGES] = "DELETE FROM messages WHERE conversation_id = ?1",
     [ST_CONV_DELETE_TURNS] = "DELETE FROM turns WHERE conversation_id = ?1",
     [ST_CONV_DELETE] = "DELETE FROM conversations WHERE id = ?1",
     [ST_METRICS_RESET] = "UPDATE metrics SET value = 0",
-    [ST_METRIC_MINUTE_ADD] = "INSERT INTO metrics_minutes (minute, name, value) VALUES (?1, ?2, ?3)"
-                             " ON CONFLICT (minute, name) DO UPDATE"
+    /* The same slots as ST_METRIC_ADD; ?21 the minute. */
+    [ST_METRIC_MINUTE_ADD] = "INSERT INTO metrics_minutes (minute, name, value)"
+                             " SELECT ?21, column1, column2 FROM (VALUES " METRIC_VALUES ")"
+                             " WHERE column1 IS NOT NULL ON CONFLICT (minute, name) DO UPDATE"
                              " SET value = value + excluded.value",
     /* ?1 minutes per period, ?2 periods: the newest ones. */
     [ST_MEM_RUN_INSERT] = "INSERT INTO memory_runs (id, task, summary, outcome, refs, artifacts,"
@@ -447,8 +515,6 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
     [ST_SCENARIO_SET] = "UPDATE conversations SET scenario = ?2,"
                         " scenario_version = scenario_version + 1"
                         " WHERE id = ?1 AND scenario_version = ?3",
-    [ST_SCENARIO_TURN] = "UPDATE turns SET scenario_after = ?3, scenario_delta = ?4"
-                         " WHERE conversation_id = ?1 AND seq = ?2",
     /* Personal facts (migration 10): one row per user and key. */
     [ST_PERSONAL_UPSERT] =
         "INSERT INTO personal_facts (user, key, value, kind, conversation_id, created_at,"

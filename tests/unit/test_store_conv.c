@@ -271,6 +271,48 @@ START_TEST(test_conv_metrics_add_up)
 }
 END_TEST
 
+/* More counters than the SQLite backend writes in one statement
+ * (METRIC_SLOTS, 10), one name twice, a zero delta: every one counts,
+ * in the totals and in the minute's history, as one by one. */
+START_TEST(test_conv_many_counters)
+{
+    static const struct store_metric many[] = {
+        {"m00", 1}, {"m01", 2}, {"m02", 3}, {"m03", 4}, {"m04", 5}, {"m05", 6}, {"m06", 7},
+        {"m07", 8}, {"m08", 9}, {"m00", 10}, {"m09", 0}, {"m10", 11}, {"m00", 100}};
+    struct store *store = unit_store_fresh();
+    struct record_texts buf;
+    struct store_turn_record rec;
+    struct keel_error err;
+    json_t *m = NULL, *history = NULL;
+    char *text;
+
+    keel_error_clear(&err);
+    for (int seq = 1; seq <= 2; seq++) {
+        rec = record_make("conv_a", seq, &buf);
+        rec.metrics = many;
+        rec.n_metrics = sizeof(many) / sizeof(many[0]) - (seq == 2);   /* 13, then 12 */
+        ck_assert_msg(store_save_turn(store, &rec, &err) == KEEL_OK, "%s", err.message);
+    }
+    ck_assert_int_eq(store_metrics(store, &m, &err), KEEL_OK);
+    text = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS);
+    ck_assert_str_eq(text, "{\"m00\":122,\"m01\":4,\"m02\":6,\"m03\":8,\"m04\":10,"
+                           "\"m05\":12,\"m06\":14,\"m07\":16,\"m08\":18,\"m09\":0,"
+                           "\"m10\":22}");
+    keel_free(text);
+    json_decref(m);
+    ck_assert_int_eq(store_metrics_history(store, 1, 10, &history, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(history), 1);
+    text = json_dumps(json_object_get(json_array_get(history, 0), "counters"),
+                      JSON_COMPACT | JSON_SORT_KEYS);
+    ck_assert_str_eq(text, "{\"m00\":122,\"m01\":4,\"m02\":6,\"m03\":8,\"m04\":10,"
+                           "\"m05\":12,\"m06\":14,\"m07\":16,\"m08\":18,\"m09\":0,"
+                           "\"m10\":22}");
+    keel_free(text);
+    json_decref(history);
+    store_close(store);
+}
+END_TEST
+
 START_TEST(test_conv_list_turns_has_both_messages)
 {
     struct store *store = unit_store_fresh();
@@ -530,6 +572,16 @@ START_TEST(test_conv_argument_errors)
     rec.pack = NULL;
     ck_assert_int_eq(store_save_turn(store, &rec, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "pack");
+    /* a counter without a name, counters without their array */
+    static const struct store_metric unnamed[] = {{"turns", 1}, {NULL, 1}};
+    rec = record_make("conv_a", 1, &buf);
+    rec.metrics = unnamed;
+    ck_assert_int_eq(store_save_turn(store, &rec, &err), KEEL_EINVAL);
+    ck_assert_str_eq(err.field, "metrics");
+    rec = record_make("conv_a", 1, &buf);
+    rec.metrics = NULL;
+    ck_assert_int_eq(store_save_turn(store, &rec, &err), KEEL_EINVAL);
+    ck_assert_str_eq(err.field, "metrics");
 
     ck_assert_int_eq(store_load_conversation(store, "", &conv, &err), KEEL_EINVAL);
     ck_assert_str_eq(err.field, "conversation_id");
@@ -678,6 +730,7 @@ static void add_contract_tests(TCase *tc)
     tcase_add_test(tc, test_conv_get_turn_by_correlation);
     tcase_add_test(tc, test_conv_keys_owners_and_shares);
     tcase_add_test(tc, test_conv_list_delete_and_reset);
+    tcase_add_test(tc, test_conv_many_counters);
     tcase_add_test(tc, test_conv_unknown_ids);
     tcase_add_test(tc, test_conv_argument_errors);
 }
