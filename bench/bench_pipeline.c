@@ -8,6 +8,7 @@
  * Reports, side by side in one run:
  *   pipeline.turn        WAL, synchronous=NORMAL (survives a process crash)
  *   pipeline.turn_full   WAL, synchronous=FULL (survives power loss)
+ *   pipeline.turn_parallel  as pipeline.turn, a thread per processor
  * each as {"bench", "turns_per_s", "p50_us", "p99_us", "rss_mb", …}.
  * turns_per_s is timed turns over the wall time of the timed loop; p50
  * and p99 are of single turns (pipeline_turn and freeing its result);
@@ -31,18 +32,20 @@
  * answer, multi-part questions and the patient path (payer). The clock
  * of each turn is pinned (now_ms), one second after the previous turn's.
  *
- * BENCH_VARIANT=turn (or turn_full) runs one variant only and
+ * BENCH_VARIANT=turn (turn_full, turn_parallel) runs one variant only and
  * BENCH_TURNS=N caps the timed turns (for a profiler).
  *
- * BENCH_THREADS=N (1 to 8; default 1) runs the turns on N threads, each
- * with a store connection and pipelines of its own, as `keel serve`'s
- * workers have: turns_per_s is then of all threads together, the
- * percentiles of all their turns, and "threads" in the line says N.
+ * pipeline.turn_parallel runs the NORMAL turns on a thread per processor,
+ * each with a store connection and pipelines of its own, as `keel
+ * serve`'s workers have: turns_per_s is of all threads together, the
+ * percentiles of all their turns, and "threads" in the line says how
+ * many. BENCH_THREADS=N (1 to 8) sets the threads of every variant.
  *
  * BENCH_STAGES=1 adds a line per variant with the mean time of each
  * stage, measured between the stages' start events (publish includes
  * the commit and building the result).
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -472,13 +475,17 @@ struct variant {
     const char *sync;       /* KEEL_DB_SYNC, NULL: unset */
     const char *mode;
     const char *note;
+    int parallel;           /* one thread per processor unless BENCH_THREADS says */
 };
 
 static const struct variant variants[] = {
     {"pipeline.turn", NULL, "NORMAL",
-     "WAL, synchronous=NORMAL, one commit per turn: survives a process crash"},
+     "WAL, synchronous=NORMAL, one commit per turn: survives a process crash", 0},
     {"pipeline.turn_full", "full", "FULL",
-     "WAL, synchronous=FULL, one commit per turn: survives power loss"},
+     "WAL, synchronous=FULL, one commit per turn: survives power loss", 0},
+    {"pipeline.turn_parallel", NULL, "NORMAL",
+     "WAL, synchronous=NORMAL, one commit per turn, a thread per processor with a store "
+     "connection each (as keel serve's workers)", 1},
 };
 
 static int by_value(const void *a, const void *b)
@@ -553,11 +560,13 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* BENCH_THREADS (1 to 8), else 1. */
-static int thread_count(void)
+/* BENCH_THREADS (1 to 8), else 1, or for a parallel variant the online
+ * processors (at least 2). */
+static int thread_count(const struct variant *v)
 {
     const char *env = getenv("BENCH_THREADS");
-    long n = env && *env ? strtol(env, NULL, 10) : 1;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = env && *env ? strtol(env, NULL, 10) : !v->parallel ? 1 : cpus > 2 ? cpus : 2;
 
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }
@@ -571,7 +580,7 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
                                strtol(want_turns, NULL, 10) < MAX_TURNS
                            ? (size_t)strtol(want_turns, NULL, 10)
                            : MAX_TURNS;
-    int threads = thread_count(), rc = 1, reset = -1;
+    int threads = thread_count(v), rc = 1, reset = -1;
     struct worker *workers = calloc((size_t)threads, sizeof(*workers));
     pthread_barrier_t ready, go;
     struct mix mix = {0};
@@ -586,6 +595,9 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
         setenv("KEEL_DB_SYNC", v->sync, 1);
     else
         unsetenv("KEEL_DB_SYNC");
+    /* What the variants before this one freed goes back to the system,
+     * so its rss_mb is its own. */
+    malloc_trim(0);
     for (int i = 0; i < threads; i++) {
         struct worker *w = &workers[i];
         w->index = i;
