@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "core/alloc.h"
 #include "core/json.h"
 #include "store/store.h"
@@ -92,6 +94,21 @@ int unit_backend_is_sqlite(void)
 const char *unit_store_path(void)
 {
     return backend_path;
+}
+
+void unit_sql_text(const char *path, const char *sql, char *out, size_t n)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+
+    out[0] = '\0';
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK, "%s: %s", sql,
+                  sqlite3_errmsg(db));
+    if (sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0))
+        snprintf(out, n, "%s", (const char *)sqlite3_column_text(stmt, 0));
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
 }
 
 struct store *unit_store_fresh(void)

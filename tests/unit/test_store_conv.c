@@ -644,23 +644,6 @@ END_TEST
 
 /* ---- SQLite files -------------------------------------------------------- */
 
-/* Runs `sql` on `path` through a connection of its own; the text of the
- * first column of the first row ("" if none). */
-static void raw_sql(const char *path, const char *sql, char *out, size_t n)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *stmt = NULL;
-
-    out[0] = '\0';
-    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK, "%s: %s", sql,
-                  sqlite3_errmsg(db));
-    if (sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0))
-        snprintf(out, n, "%s", (const char *)sqlite3_column_text(stmt, 0));
-    sqlite3_finalize(stmt);
-    sqlite3_close(db);
-}
-
 START_TEST(test_conv_sqlite_rows)
 {
     struct store *store = unit_store_fresh();
@@ -672,25 +655,25 @@ START_TEST(test_conv_sqlite_rows)
     save_conflict(store, "conv_a", 2, NULL);
     store_close(store);
 
-    raw_sql(path, "SELECT count(*) FROM turns", result, sizeof(result));
+    unit_sql_text(path, "SELECT count(*) FROM turns", result, sizeof(result));
     ck_assert_str_eq(result, "2");
-    raw_sql(path,
+    unit_sql_text(path,
             "SELECT group_concat(turn_seq || ':' || role || ':' || text, '|') FROM"
             " (SELECT * FROM messages ORDER BY turn_seq, role DESC)",
             result, sizeof(result));
     ck_assert_str_eq(result, "1:user:question 1|1:assistant:answer 1|2:user:question 2|"
                              "2:assistant:answer 2");
-    raw_sql(path,
+    unit_sql_text(path,
             "SELECT group_concat(turn_seq || ':' || coalesce(tool, '-') || ':' ||"
             " coalesce(arguments, '-'), '|') FROM (SELECT * FROM decisions ORDER BY turn_seq)",
             result, sizeof(result));
     ck_assert_str_eq(result, "1:-:-|2:rag_search:{\"query\":\"appeal\"}");
-    raw_sql(path, "SELECT turns || ' ' || state FROM conversations WHERE id = 'conv_a'", result,
+    unit_sql_text(path, "SELECT turns || ' ' || state FROM conversations WHERE id = 'conv_a'", result,
             sizeof(result));
     ck_assert_str_eq(result, "2 {\"stage\":\"exploring\",\"turns\":2}");
-    raw_sql(path, "SELECT state_after FROM turns WHERE seq = 2", result, sizeof(result));
+    unit_sql_text(path, "SELECT state_after FROM turns WHERE seq = 2", result, sizeof(result));
     ck_assert_str_eq(result, "{\"stage\":\"exploring\",\"turns\":2}");
-    raw_sql(path, "PRAGMA integrity_check", result, sizeof(result));
+    unit_sql_text(path, "PRAGMA integrity_check", result, sizeof(result));
     ck_assert_str_eq(result, "ok");
 }
 END_TEST

@@ -91,22 +91,6 @@ static void make_v12(const char *path)
     ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
 }
 
-/* The first column of the first row of `sql` on `path` as text. */
-static void query(const char *path, const char *sql, char *out, size_t n)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *stmt = NULL;
-
-    out[0] = '\0';
-    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK, "%s: %s", sql,
-                  sqlite3_errmsg(db));
-    if (sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0))
-        snprintf(out, n, "%s", (const char *)sqlite3_column_text(stmt, 0));
-    sqlite3_finalize(stmt);
-    sqlite3_close(db);
-}
-
 static void assert_json(json_t *value, const char *want)
 {
     char *text = json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS);
@@ -172,7 +156,7 @@ START_TEST(test_migrate_12_to_13_keeps_turns)
     json_decref(list);
 
     /* The old tables live on as views with their columns. */
-    query(path,
+    unit_sql_text(path,
           "SELECT group_concat(conversation_id || ':' || turn_seq || ':' || role || ':' || text"
           " || ':' || created_at, '|') FROM (SELECT * FROM messages"
           " ORDER BY conversation_id, turn_seq, role DESC)",
@@ -181,7 +165,7 @@ START_TEST(test_migrate_12_to_13_keeps_turns)
                              "conv_a:2:user:claim 7:2000|conv_a:2:assistant:found it:2000|"
                              "conv_b:1:user:papers on ice:1500|"
                              "conv_b:1:assistant:three papers:1500");
-    query(path,
+    unit_sql_text(path,
           "SELECT group_concat(conversation_id || ':' || turn_seq || ':' || intent || ':' || route"
           " || ':' || coalesce(tool, '-') || ':' || coalesce(arguments, '-') || ':' || stage_from"
           " || ':' || stage_to || ':' || reasons || ':' || decision, '|')"
@@ -190,13 +174,13 @@ START_TEST(test_migrate_12_to_13_keeps_turns)
     ck_assert_str_eq(result, "conv_a:1:general:clarify:-:-:exploring:exploring:[\"ask\"]:"
                              "{\"intent\":\"general\"}|conv_a:2:lookup:tool:claim_lookup:"
                              "{\"id\":7}:exploring:claim:[\"forced\"]:{\"intent\":\"lookup\"}");
-    query(path, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema"
+    unit_sql_text(path, "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema"
                 " WHERE tbl_name IN ('turns', 'messages', 'decisions') ORDER BY name)",
           result, sizeof(result));
     ck_assert_str_eq(result, "decisions,messages,turns,turns_conversation,turns_correlation");
-    query(path, "SELECT max(version) FROM schema_migrations", result, sizeof(result));
+    unit_sql_text(path, "SELECT max(version) FROM schema_migrations", result, sizeof(result));
     ck_assert_str_eq(result, "13");
-    query(path, "PRAGMA integrity_check", result, sizeof(result));
+    unit_sql_text(path, "PRAGMA integrity_check", result, sizeof(result));
     ck_assert_str_eq(result, "ok");
 
     /* The migrated conversation goes on, and is deleted whole. */
@@ -220,7 +204,7 @@ START_TEST(test_migrate_12_to_13_keeps_turns)
                 "\"state\":{\"stage\":\"exploring\"},\"ts\":1500,\"turn\":1,"
                 "\"user\":\"papers on ice\"}");
     store_close(store);
-    query(path, "SELECT count(*) || ' ' || (SELECT count(*) FROM messages) FROM turns", result,
+    unit_sql_text(path, "SELECT count(*) || ' ' || (SELECT count(*) FROM messages) FROM turns", result,
           sizeof(result));
     ck_assert_str_eq(result, "1 2");
 }

@@ -51,6 +51,11 @@ struct store *unit_store_fresh(void);
 /* The file of the last store unit_store_fresh opened (SQLite), else "". */
 const char *unit_store_path(void);
 
+/* Runs `sql` on the SQLite file `path` through a read-only connection of
+ * its own: the text of the first column of the first row into `out` ("" if
+ * none). Fails the test when the statement does not prepare. */
+void unit_sql_text(const char *path, const char *sql, char *out, size_t n);
+
 /* One constructor per tests/unit/test_*.c file. */
 Suite *suite_core(void);
 Suite *suite_clock(void);
