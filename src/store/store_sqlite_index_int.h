@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "text/bm25.h"
 
@@ -32,12 +33,15 @@ struct index_data {
     struct table_index papers, chunks;
     /* the registry's (store_sqlite_index_share.c) */
     char *key;                  /* the file's real path */
+    dev_t dev;                  /* and the file itself (see the registry) */
+    ino_t ino;
     int refs;
     struct index_data *next;
 };
 
 /* The index data of the file at `path` (resolved to its real path; as
- * given when it cannot be), made empty on first use; NULL when out of
+ * given when it cannot be; and the file now there, not an earlier one
+ * deleted from that path), made empty on first use; NULL when out of
  * memory. Each acquire is matched by one release, which frees the data
  * with the last store of the file. Thread-safe. */
 struct index_data *index_data_acquire(const char *path);
