@@ -6,7 +6,6 @@
  * changed. The last test saves a turn through the SQLite store and reads
  * it back: compacted in the row, whole through store_get_turn.
  */
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -115,20 +114,6 @@ END_TEST
 
 /* ---- through the SQLite store ---------------------------------------------- */
 
-static void stored(const char *path, const char *sql, char *out, size_t n)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *stmt = NULL;
-
-    out[0] = '\0';
-    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL), SQLITE_OK);
-    if (sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0))
-        snprintf(out, n, "%s", (const char *)sqlite3_column_text(stmt, 0));
-    sqlite3_finalize(stmt);
-    sqlite3_close(db);
-}
-
 static void backend_sqlite(void)
 {
     unit_backend_sqlite("events", 0);
@@ -165,11 +150,11 @@ START_TEST(test_events_stored_compact_read_whole)
         json_decref(turn);
     }
     store_close(store);
-    stored(path, "SELECT events_compact || ' ' || events FROM turns WHERE seq = 1", result,
-           sizeof(result));
+    unit_sql_text(path, "SELECT events_compact || ' ' || events FROM turns WHERE seq = 1", result,
+                  sizeof(result));
     ck_assert_str_eq(result, "1 [{\"seq\":1},{\"extra\":{\"id\":\"" ID "\"},\"seq\":2}]");
-    stored(path, "SELECT events_compact || ' ' || events FROM turns WHERE seq = 2", result,
-           sizeof(result));
+    unit_sql_text(path, "SELECT events_compact || ' ' || events FROM turns WHERE seq = 2", result,
+                  sizeof(result));
     ck_assert_str_eq(result, "0 [{" CID ",\"seq\":1},{\"seq\":2}]");
 }
 END_TEST
