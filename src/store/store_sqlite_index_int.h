@@ -39,11 +39,11 @@ struct index_data {
     struct index_data *next;
 };
 
-/* The index data of the file at `path` (resolved to its real path; as
- * given when it cannot be; and the file now there, not an earlier one
- * deleted from that path), made empty on first use; NULL when out of
- * memory. Each acquire is matched by one release, which frees the data
- * with the last store of the file. Thread-safe. */
+/* The index data of the file now at `path` (by its real path, device
+ * and inode: not an earlier file deleted from that path; a database
+ * without a file, ":memory:", has one of its own), made empty on first
+ * use; NULL when out of memory. Each acquire is matched by one release,
+ * which frees the data with the last store of the file. Thread-safe. */
 struct index_data *index_data_acquire(const char *path);
 void index_data_release(struct index_data *data);
 

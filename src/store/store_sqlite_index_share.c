@@ -8,7 +8,8 @@
  * same path while a store of the old one is open is another file, whose
  * generations count from the start again and may equal those the old
  * file's index was built at. So an entry also records the file's device
- * and inode, which no other file has while a store holds this one open.
+ * and inode, which no other file has while a store holds this one open;
+ * a database without a file (":memory:") shares its index with no one.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -60,10 +61,14 @@ struct index_data *index_data_acquire(const char *path)
 {
     char real[PATH_MAX];
     const char *key = realpath(path, real) ? real : path;
-    struct stat file = {0};   /* not found: 0, matched by the path alone */
+    struct stat file;
     struct index_data *d;
 
-    (void)stat(key, &file);
+    if (stat(key, &file)) {   /* no file (":memory:"): nothing to share */
+        if ((d = data_new(key, &(struct stat){0})))
+            d->refs = 1;
+        return d;
+    }
     pthread_mutex_lock(&registry_lock);
     for (d = registry;
          d && (strcmp(d->key, key) || d->dev != file.st_dev || d->ino != file.st_ino);
@@ -90,9 +95,10 @@ void index_data_release(struct index_data *data)
         pthread_mutex_unlock(&registry_lock);
         return;
     }
-    for (p = &registry; *p != data; p = &(*p)->next)
+    for (p = &registry; *p && *p != data; p = &(*p)->next)
         ;
-    *p = data->next;
+    if (*p)   /* else never registered: no file to share */
+        *p = data->next;
     pthread_mutex_unlock(&registry_lock);
     table_index_release(&data->papers);
     table_index_release(&data->chunks);
