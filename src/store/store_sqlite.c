@@ -1019,9 +1019,12 @@ static void sqlite_close(struct store *store)
 {
     struct sqlite_store *st = (struct sqlite_store *)store;
 
+    /* A transaction left open holds the file's write mutex, which the
+     * checkpointer may be waiting for (its catch-up): give both back
+     * before joining it. */
+    sqlite_tx_rollback(st);
     sqlite_checkpointer_stop(st);   /* first: the last connection to close cleans up the WAL */
     connection_close(st);
-    sqlite_write_unlock(st);   /* (closing rolled back what was open) */
     sqlite_index_free(st);
     keel_free(st->path);
     keel_free(st);

@@ -14,6 +14,7 @@
  * the one the turn was computed from; a stale writer changes nothing and
  * gets a conflict.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -278,7 +279,9 @@ static int set_events(json_t *obj, sqlite3_stmt *stmt, int col, int flag, const 
         return set_parsed(obj, "events", stmt, col, err);
     if (!id)
         return keel_error_set(err, KEEL_EIO, "events", "stored events lack their turn's id");
-    rc = store_events_expand(text, (size_t)sqlite3_column_bytes(stmt, col), id, STORE_TEXT_MAX,
+    /* no cap: a turn's events have none of their own (publish allows
+     * 4 x STORE_TEXT_MAX), and the text read back is the one written */
+    rc = store_events_expand(text, (size_t)sqlite3_column_bytes(stmt, col), id, SIZE_MAX / 2,
                              &events, &len);
     if (rc == KEEL_ENOMEM)
         return keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory");

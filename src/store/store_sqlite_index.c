@@ -333,6 +333,17 @@ static int current(const struct table_index *t, int64_t generation)
     return t->bm25 && t->generation == generation;
 }
 
+/* Whether a search at `generation` rebuilds `t` (under its lock for
+ * writing): not when another search just did, nor when another store
+ * built it at a later generation than this snapshot sees, nor while the
+ * table keeps changing (FTS5 answers between rebuilds). */
+static int rebuild_due(const struct table_index *t, int64_t generation)
+{
+    if (t->bm25 && t->generation >= generation)
+        return 0;
+    return !t->built_ns || now_ns() - t->built_ns >= 10 * t->build_ns;
+}
+
 /* Opens the read transaction of a search and makes the index of the
  * papers (or the chunks) current: *ready says whether it may answer, and
  * then the store holds the index data's lock for reading until
@@ -364,12 +375,9 @@ static int search_begin(struct sqlite_store *st, int papers, int *ready, struct 
     if (current(t, generation))
         goto ready;
     pthread_rwlock_unlock(&d->lock);
-    /* Stale or never built. While the table keeps changing, FTS5 answers
-     * between rebuilds. */
     pthread_rwlock_wrlock(&d->lock);
-    if (!current(t, generation) && !(t->bm25 && t->generation > generation) &&
-        !(t->built_ns && now_ns() - t->built_ns < 10 * t->build_ns) &&
-        (rc = build(ix, t, papers, generation)) && (rc & 0xff) != SQLITE_NOMEM)
+    if (rebuild_due(t, generation) && (rc = build(ix, t, papers, generation)) &&
+        (rc & 0xff) != SQLITE_NOMEM)
         rc = sqlite_fail(st, rc, "building the search index", err);
     else
         rc = KEEL_OK;   /* out of memory: the FTS5 statement may still manage */

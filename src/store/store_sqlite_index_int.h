@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "text/bm25.h"
 
@@ -32,14 +33,17 @@ struct index_data {
     struct table_index papers, chunks;
     /* the registry's (store_sqlite_index_share.c) */
     char *key;                  /* the file's real path */
+    dev_t dev;                  /* and the file itself (see the registry) */
+    ino_t ino;
     int refs;
     struct index_data *next;
 };
 
-/* The index data of the file at `path` (resolved to its real path; as
- * given when it cannot be), made empty on first use; NULL when out of
- * memory. Each acquire is matched by one release, which frees the data
- * with the last store of the file. Thread-safe. */
+/* The index data of the file now at `path` (by its real path, device
+ * and inode: not an earlier file deleted from that path; a database
+ * without a file, ":memory:", has one of its own), made empty on first
+ * use; NULL when out of memory. Each acquire is matched by one release,
+ * which frees the data with the last store of the file. Thread-safe. */
 struct index_data *index_data_acquire(const char *path);
 void index_data_release(struct index_data *data);
 

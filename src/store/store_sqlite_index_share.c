@@ -3,10 +3,18 @@
  * file and process (see store_sqlite_index_int.h): a registry of the
  * index data of each open file, keyed by its real path and counted by the
  * stores that use it.
+ *
+ * The path alone does not name a file: one deleted and made again at the
+ * same path while a store of the old one is open is another file, whose
+ * generations count from the start again and may equal those the old
+ * file's index was built at. So an entry also records the file's device
+ * and inode, which no other file has while a store holds this one open;
+ * a database without a file (":memory:") shares its index with no one.
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/alloc.h"
 #include "store/store_sqlite_index_int.h"
@@ -23,8 +31,8 @@ void table_index_release(struct table_index *t)
     memset(t, 0, sizeof(*t));
 }
 
-/* A new, empty entry for `key`, or NULL. */
-static struct index_data *data_new(const char *key)
+/* A new, empty entry for `key` (the file `file`), or NULL. */
+static struct index_data *data_new(const char *key, const struct stat *file)
 {
     struct index_data *d = keel_calloc(1, sizeof(*d));
     pthread_rwlockattr_t attr;
@@ -34,6 +42,8 @@ static struct index_data *data_new(const char *key)
         keel_free(d);
         return NULL;
     }
+    d->dev = file->st_dev;
+    d->ino = file->st_ino;
     /* A rebuild must not wait behind an endless line of searches. */
     pthread_rwlockattr_init(&attr);
     pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -51,12 +61,20 @@ struct index_data *index_data_acquire(const char *path)
 {
     char real[PATH_MAX];
     const char *key = realpath(path, real) ? real : path;
+    struct stat file;
     struct index_data *d;
 
+    if (stat(key, &file)) {   /* no file (":memory:"): nothing to share */
+        if ((d = data_new(key, &(struct stat){0})))
+            d->refs = 1;
+        return d;
+    }
     pthread_mutex_lock(&registry_lock);
-    for (d = registry; d && strcmp(d->key, key); d = d->next)
+    for (d = registry;
+         d && (strcmp(d->key, key) || d->dev != file.st_dev || d->ino != file.st_ino);
+         d = d->next)
         ;
-    if (!d && (d = data_new(key))) {
+    if (!d && (d = data_new(key, &file))) {
         d->next = registry;
         registry = d;
     }
@@ -77,9 +95,10 @@ void index_data_release(struct index_data *data)
         pthread_mutex_unlock(&registry_lock);
         return;
     }
-    for (p = &registry; *p != data; p = &(*p)->next)
+    for (p = &registry; *p && *p != data; p = &(*p)->next)
         ;
-    *p = data->next;
+    if (*p)   /* else never registered: no file to share */
+        *p = data->next;
     pthread_mutex_unlock(&registry_lock);
     table_index_release(&data->papers);
     table_index_release(&data->chunks);

@@ -716,6 +716,73 @@ START_TEST(test_index_shared_across_threads)
 }
 END_TEST
 
+/* A file deleted and made again at the same path while a store of the old
+ * one is still open is another file: its store must not search the old
+ * file's index, even when the two files' generations are equal. */
+START_TEST(test_index_not_shared_with_a_new_file_at_the_path)
+{
+    char path[160], side[200];
+    struct store *old, *fresh;
+    struct store_paper p = {0};
+    struct paper_query q = {"pelican", 0, 0, 0, 10, STORE_MATCH_ANY};
+    struct paper_hits hits;
+    struct keel_error err;
+
+    db_path(path, sizeof(path), "again");
+    old = open_store(path, 1);
+    p.id = (char *)"p1";
+    p.title = (char *)"zebra stripes";
+    ck_assert_int_eq(store_put_paper(old, &p, NULL, &err), KEEL_OK);
+    q.text = "zebra";
+    ck_assert_int_eq(store_search_papers(old, &q, &hits, &err), KEEL_OK);   /* builds it */
+    ck_assert_uint_eq(hits.n, 1);
+    paper_hits_release(&hits);
+    for (int i = 0; i < 3; i++) {
+        snprintf(side, sizeof(side), "%s%s", path, (const char *[]){"", "-wal", "-shm"}[i]);
+        unlink(side);
+    }
+    fresh = open_store(path, 1);
+    p.title = (char *)"pelican crossing";   /* the same writes: the same generation */
+    ck_assert_int_eq(store_put_paper(fresh, &p, NULL, &err), KEEL_OK);
+    q.text = "pelican";
+    ck_assert_int_eq(store_search_papers(fresh, &q, &hits, &err), KEEL_OK);
+    ck_assert_uint_eq(hits.n, 1);
+    ck_assert_str_eq(hits.items[0].paper.title, "pelican crossing");
+    paper_hits_release(&hits);
+    store_close(fresh);
+    store_close(old);
+}
+END_TEST
+
+/* Two in-memory databases are two files, though both are named
+ * ":memory:": neither searches the other's index. */
+START_TEST(test_index_not_shared_between_memory_databases)
+{
+    struct store *first = open_store("sqlite::memory:", 1),
+                 *second = open_store("sqlite::memory:", 1);
+    struct store_paper p = {0};
+    struct paper_query q = {"zebra", 0, 0, 0, 10, STORE_MATCH_ANY};
+    struct paper_hits hits;
+    struct keel_error err;
+
+    p.id = (char *)"p1";
+    p.title = (char *)"zebra stripes";
+    ck_assert_int_eq(store_put_paper(first, &p, NULL, &err), KEEL_OK);
+    ck_assert_int_eq(store_search_papers(first, &q, &hits, &err), KEEL_OK);   /* builds it */
+    ck_assert_uint_eq(hits.n, 1);
+    paper_hits_release(&hits);
+    p.title = (char *)"pelican crossing";   /* the same writes: the same generation */
+    ck_assert_int_eq(store_put_paper(second, &p, NULL, &err), KEEL_OK);
+    q.text = "pelican";
+    ck_assert_int_eq(store_search_papers(second, &q, &hits, &err), KEEL_OK);
+    ck_assert_uint_eq(hits.n, 1);
+    ck_assert_str_eq(hits.items[0].paper.title, "pelican crossing");
+    paper_hits_release(&hits);
+    store_close(second);
+    store_close(first);
+}
+END_TEST
+
 Suite *suite_bm25(void)
 {
     Suite *s = suite_create("bm25");
@@ -736,6 +803,8 @@ Suite *suite_bm25(void)
     tcase_add_test(st, test_index_follows_other_connections);
     tcase_add_test(st, test_index_allocation_failures);
     tcase_add_test(st, test_index_shared_across_threads);
+    tcase_add_test(st, test_index_not_shared_with_a_new_file_at_the_path);
+    tcase_add_test(st, test_index_not_shared_between_memory_databases);
     suite_add_tcase(s, st);
     return s;
 }

@@ -6,11 +6,11 @@
  * changed. The last test saves a turn through the SQLite store and reads
  * it back: compacted in the row, whole through store_get_turn.
  */
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/buf.h"
 #include "store/store.h"
 #include "store/store_events_text.h"
 #include "unit.h"
@@ -114,20 +114,6 @@ END_TEST
 
 /* ---- through the SQLite store ---------------------------------------------- */
 
-static void stored(const char *path, const char *sql, char *out, size_t n)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *stmt = NULL;
-
-    out[0] = '\0';
-    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL), SQLITE_OK);
-    if (sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0))
-        snprintf(out, n, "%s", (const char *)sqlite3_column_text(stmt, 0));
-    sqlite3_finalize(stmt);
-    sqlite3_close(db);
-}
-
 static void backend_sqlite(void)
 {
     unit_backend_sqlite("events", 0);
@@ -164,12 +150,47 @@ START_TEST(test_events_stored_compact_read_whole)
         json_decref(turn);
     }
     store_close(store);
-    stored(path, "SELECT events_compact || ' ' || events FROM turns WHERE seq = 1", result,
-           sizeof(result));
+    unit_sql_text(path, "SELECT events_compact || ' ' || events FROM turns WHERE seq = 1", result,
+                  sizeof(result));
     ck_assert_str_eq(result, "1 [{\"seq\":1},{\"extra\":{\"id\":\"" ID "\"},\"seq\":2}]");
-    stored(path, "SELECT events_compact || ' ' || events FROM turns WHERE seq = 2", result,
-           sizeof(result));
+    unit_sql_text(path, "SELECT events_compact || ' ' || events FROM turns WHERE seq = 2", result,
+                  sizeof(result));
     ck_assert_str_eq(result, "0 [{" CID ",\"seq\":1},{\"seq\":2}]");
+}
+END_TEST
+
+/* A turn's events have no cap of their own (publish allows 4 x
+ * STORE_TEXT_MAX): events that pass STORE_TEXT_MAX once put back are read
+ * whole, as they were before they were stored compact. */
+START_TEST(test_events_past_text_max_read_whole)
+{
+    enum { N = 30000 };   /* ~40 bytes each: ~1.2 MB whole, ~0.3 MB compact */
+    struct store *store = unit_store_fresh();
+    struct keel_buf b;
+    struct keel_error err;
+    json_t *turn = NULL;
+    char *events;
+
+    keel_buf_init(&b, 0);
+    ck_assert_int_eq(keel_buf_addc(&b, '['), KEEL_OK);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(keel_buf_addf(&b, "%s{" CID ",\"seq\":%d}", i ? "," : "", i), KEEL_OK);
+    ck_assert_int_eq(keel_buf_addc(&b, ']'), KEEL_OK);
+    ck_assert_uint_gt(b.len, STORE_TEXT_MAX);
+    events = keel_buf_detach(&b, NULL);
+    struct store_turn_record rec = {
+        .conversation_id = "conv_big", .pack = "payer", .seq = 1, .correlation_id = ID,
+        .ts_ms = 1000, .user_text = "q", .assistant_text = "a", .state_json = "{}",
+        .deltas_json = "[]", .events_json = events, .sources_json = "[]",
+        .reasons_json = "[]", .decision_json = "{}"};
+    keel_error_clear(&err);
+    ck_assert_msg(store_save_turn(store, &rec, &err) == KEEL_OK, "%s", err.message);
+    keel_error_clear(&err);
+    ck_assert_msg(store_get_turn(store, ID, &turn, &err) == KEEL_OK, "%s", err.message);
+    ck_assert_uint_eq(json_array_size(json_object_get(turn, "events")), N);
+    json_decref(turn);
+    keel_free(events);
+    store_close(store);
 }
 END_TEST
 
@@ -190,6 +211,7 @@ Suite *suite_store_events(void)
     unit_leak_fixture(file);
     tcase_set_timeout(file, 60);
     tcase_add_test(file, test_events_stored_compact_read_whole);
+    tcase_add_test(file, test_events_past_text_max_read_whole);
     suite_add_tcase(s, file);
     return s;
 }
