@@ -70,6 +70,7 @@ struct sqlite_index {
      * shared with the process's other stores of the file */
     struct index_data *data;    /* NULL: none (FTS5 answers) */
     int locked;                 /* this store holds data->lock for reading */
+    int began;                  /* search_begin opened the read transaction */
     struct bm25_scratch *scratch;
     struct bm25_hit hits[HITS_MAX];
 };
@@ -365,6 +366,7 @@ static int search_begin(struct sqlite_store *st, int papers, int *ready, struct 
         return KEEL_OK;   /* inside someone's transaction: leave it to FTS5 */
     if ((rc = stmt_run(st, ix->stmt[IX_BEGIN], "search", err)))
         return rc;
+    ix->began = 1;
     sqlite3_bind_text(gen, 1, papers ? "papers" : "chunks", -1, SQLITE_STATIC);
     step = sqlite3_step(gen);
     generation = sqlite3_column_int64(gen, 0);
@@ -407,8 +409,12 @@ static void search_end(struct sqlite_store *st)
         ix->locked = 0;
         pthread_rwlock_unlock(&ix->data->lock);
     }
-    if (!sqlite3_get_autocommit(st->db))
-        stmt_run(st, ix->stmt[IX_COMMIT], "search", NULL);
+    /* only the transaction search_begin opened: a caller's stays open */
+    if (ix->began) {
+        ix->began = 0;
+        if (!sqlite3_get_autocommit(st->db))
+            stmt_run(st, ix->stmt[IX_COMMIT], "search", NULL);
+    }
 }
 
 /* Ranks with the index: the hits into ix->hits[0..*n). */
