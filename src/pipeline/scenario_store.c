@@ -29,8 +29,11 @@ static int attempt(struct store *store, const struct scenario_conf *conf, const 
     if (pack && strcmp(pack, conv.pack))
         rc = keel_error_set(err, KEEL_EINVAL, "conversation_id",
                             "conversation \"%s\" belongs to pack %s, not %s", id, conv.pack, pack);
+    /* the result must pass the checks a client's copy meets, or a client
+     * could not send back the scenario it was given */
     if (!rc && !(rc = scenario_parse(conv.scenario_json, &current, err)) && patch &&
         !(rc = scenario_apply(conf, current, patch, &next, err)) &&
+        !(rc = next ? scenario_check(conf, next, "patch", err) : KEEL_OK) &&
         !(text = scenario_dump(next, &oom)))
         rc = keel_error_set(err, KEEL_ENOMEM, "patch", "out of memory");
     if (!rc && (patch || current))

@@ -91,6 +91,10 @@ test_scenario_round_trips_over_http_with_roles() {
     auth_call PATCH "$editor" "/v1/conversations/$conv/scenario" '{"household": "married"}'
     expect_code 400
     expect_json '.error.field' '"patch.household"'
+    # the result must hold values a client could send back as its copy
+    auth_call PATCH "$editor" "/v1/conversations/$conv/scenario" '{"household": {"country": "mars"}}'
+    expect_code 400
+    expect_json '.error.field' '"patch.household.country"'
     big=$(head -c 9000 /dev/zero | tr '\0' x)
     auth_call PATCH "$editor" "/v1/conversations/$conv/scenario" "{\"note\": \"$big\"}"
     expect_code 413
