@@ -39,9 +39,14 @@ static int by_value(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-void bench_report(const char *name, uint64_t *samples, size_t n, const char *extra)
+void bench_sort(uint64_t *samples, size_t n)
 {
     qsort(samples, n, sizeof(*samples), by_value);
+}
+
+void bench_report(const char *name, uint64_t *samples, size_t n, const char *extra)
+{
+    bench_sort(samples, n);
     printf("{\"bench\": \"%s\", \"median_ns\": %llu, \"p99_ns\": %llu, \"n\": %zu%s%s}\n", name,
            (unsigned long long)samples[n / 2], (unsigned long long)samples[n * 99 / 100], n,
            extra ? ", " : "", extra ? extra : "");

@@ -19,6 +19,9 @@ int bench_memory(void);
 /* Monotonic nanoseconds. */
 uint64_t bench_now_ns(void);
 
+/* Sorts `samples` in ascending order (for medians and percentiles). */
+void bench_sort(uint64_t *samples, size_t n);
+
 /* Sorts `samples` and prints the JSON line for `name` with the median and
  * the 99th percentile. `extra` (may be NULL) is appended inside the object,
  * e.g. "\"pack\": \"scholar\"". */

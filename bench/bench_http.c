@@ -176,13 +176,6 @@ static void slot_setup(struct slot *s, const char *url, int chat, size_t i,
     s->started = bench_now_ns();
 }
 
-static int by_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
 /* Runs `path` with INFLIGHT requests in flight for BUDGET_NS; prints the line. */
 static int load(const char *name, int port, const char *path, int chat)
 {
@@ -231,7 +224,7 @@ static int load(const char *name, int port, const char *path, int chat)
     }
     {
         double wall = (double)(bench_now_ns() - start) / 1e9;
-        qsort(samples, n, sizeof(*samples), by_u64);
+        bench_sort(samples, n);
         printf("{\"bench\": \"%s\", \"req_per_s\": %.0f, \"p50_ms\": %.3f, \"p99_ms\": %.3f, "
                "\"n\": %zu, \"errors\": %zu, \"in_flight\": %d, \"note\": \"loopback, keel serve "
                "with 2 workers, SQLite, keep-alive connections\"}\n",

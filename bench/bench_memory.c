@@ -52,13 +52,6 @@ static void run_text(char *task, size_t nt, char *summary, size_t ns)
              domains[next() % 12], next() % 100, next() % 100);
 }
 
-static int by_value(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
 struct query {
     char task[160], summary[160];
 };
@@ -109,7 +102,7 @@ static void time_queries(struct memory_index *ix, const struct query *qs, struct
                 found += !strcmp(exact[i].id, hits[j].id);
         wanted += m;
     }
-    qsort(samples, QUERIES, sizeof(samples[0]), by_value);
+    bench_sort(samples, QUERIES);
     t->median_us = samples[QUERIES / 2] / 1e3;
     t->p99_us = samples[QUERIES * 99 / 100] / 1e3;
     t->recall = wanted ? (double)found / (double)wanted : 1.0;
@@ -138,7 +131,7 @@ static void time_owned(struct memory_index *ix, const struct query *qs, size_t o
         memory_index_search_owned(ix, v, MEMORY_TOP_K, 0.7f, &owner, hits);
         samples[q] = bench_now_ns() - t0;
     }
-    qsort(samples, QUERIES, sizeof(samples[0]), by_value);
+    bench_sort(samples, QUERIES);
     t->median_us = samples[QUERIES / 2] / 1e3;
     t->p99_us = samples[QUERIES * 99 / 100] / 1e3;
     t->recall = -1;

@@ -488,13 +488,6 @@ static const struct variant variants[] = {
      "connection each (as keel serve's workers)", 1},
 };
 
-static int by_value(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
-
 /* One thread of turns: its own store connection (as a server worker has)
  * and pipelines, its own conversations and random sequence, its samples
  * in its own slice of the variant's array. */
@@ -655,7 +648,7 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
     free(workers);
     if (rc || !n)
         return 1;
-    qsort(samples, n, sizeof(*samples), by_value);
+    bench_sort(samples, n);
     tps = (double)n * 1e9 / (double)wall;
     p50 = (double)samples[n / 2] / 1000.0;
     p99 = (double)samples[n * 99 / 100] / 1000.0;

@@ -201,15 +201,8 @@ int memory_index_configure(struct memory_index *ix, const struct memory_index_co
     ix->conf = *conf;
     if (ix->graph)   /* m and ef_construction apply from the next build */
         hnsw_set_ef(ix->graph, conf->ef_search);
-    if (!conf->approximate_from && ix->graph) {   /* never: the graph goes */
-        if (ix->state == GRAPH_BUILDING) {
-            atomic_store(&ix->failed, 1);
-        } else {
-            hnsw_free(ix->graph);
-            ix->graph = NULL;
-            ix->state = GRAPH_NONE;
-        }
-    }
+    if (!conf->approximate_from && ix->graph)   /* never: the graph goes */
+        graph_broken(ix);   /* GRAPH_FAILED (now NONE below), or a build told to end */
     if (ix->state == GRAPH_FAILED)
         ix->state = GRAPH_NONE;
     index_graph_maybe_build(ix);

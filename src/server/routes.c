@@ -279,20 +279,36 @@ void route_share(struct server *srv, struct evhttp_request *req, const char *id,
                                   "url", url));
 }
 
+/* See server_int.h. */
+int share_conversation(struct server *srv, struct evhttp_request *req, const char *token,
+                       size_t len, char **id)
+{
+    char copy[AUTH_TOKEN_MAX], hash[AUTH_HASH_MAX];
+    struct keel_error err;
+
+    *id = NULL;
+    if (len == 0 || len >= sizeof(copy))
+        goto absent;
+    memcpy(copy, token, len);
+    copy[len] = '\0';
+    auth_token_hash(copy, hash);
+    keel_error_clear(&err);
+    if (!store_share_find(srv->store, hash, id, &err))
+        return 1;
+absent:
+    http_error(req, 404, "not_found", "token", "no such share link");
+    return 0;
+}
+
 /* GET /v1/shared/{token}: the conversation, read only, for whoever holds
  * the link (no API key needed). */
 void route_shared(struct server *srv, struct evhttp_request *req, const char *token)
 {
     struct principal anyone = {1, "", "", ""};
-    struct keel_error err;
-    char hash[AUTH_HASH_MAX], *id = NULL;
+    char *id;
 
-    auth_token_hash(token, hash);
-    keel_error_clear(&err);
-    if (strlen(token) >= AUTH_TOKEN_MAX || store_share_find(srv->store, hash, &id, &err)) {
-        http_error(req, 404, "not_found", "token", "no such share link");
+    if (!share_conversation(srv, req, token, strlen(token), &id))
         return;
-    }
     route_conversation(srv, req, id, &anyone);
     keel_free(id);
 }

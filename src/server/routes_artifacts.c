@@ -24,7 +24,6 @@
 
 #include "artifact/artifact.h"
 #include "core/alloc.h"
-#include "server/auth.h"
 #include "server/server_int.h"
 
 #define Q_MAX 256
@@ -209,29 +208,16 @@ int route_artifacts_shared(struct server *srv, struct evhttp_request *req, const
                            int get)
 {
     struct principal anyone = {1, "", "", ""};
-    char token[AUTH_TOKEN_MAX + 8], hash[AUTH_HASH_MAX], art[160], *cid = NULL;
+    char art[160], *cid;
     const char *rest;
-    struct keel_error err;
-    size_t n;
 
     if (strncmp(path, "/v1/shared/", 11) || !(rest = strchr(path + 11, '/')) ||
         strncmp(rest, "/artifacts", 10) || (rest[10] && rest[10] != '/'))
         return 0;
     if (!get_only(req, get))
         return 1;
-    n = (size_t)(rest - (path + 11));
-    if (n == 0 || n >= AUTH_TOKEN_MAX) {
-        http_error(req, 404, "not_found", "token", "no such share link");
+    if (!share_conversation(srv, req, path + 11, (size_t)(rest - (path + 11)), &cid))
         return 1;
-    }
-    memcpy(token, path + 11, n);
-    token[n] = '\0';
-    auth_token_hash(token, hash);
-    keel_error_clear(&err);
-    if (store_share_find(srv->store, hash, &cid, &err)) {
-        http_error(req, 404, "not_found", "token", "no such share link");
-        return 1;
-    }
     if (!rest[10])
         list(srv, req, cid);
     else if (segment(rest, "/artifacts/", "", art, sizeof(art)))

@@ -22,7 +22,6 @@
 
 #include "core/alloc.h"
 #include "core/json.h"
-#include "server/auth.h"
 #include "server/server_int.h"
 
 int server_scenarios_load(struct server *srv, struct keel_error *err)
@@ -179,11 +178,10 @@ void route_scenario(struct server *srv, struct evhttp_request *req, const char *
 int route_scenario_shared(struct server *srv, struct evhttp_request *req, const char *path,
                           int get)
 {
-    char token[AUTH_TOKEN_MAX], hash[AUTH_HASH_MAX], *id = NULL;
+    char *id;
     const char *rest;
     struct store_conversation conv;
     struct keel_error err;
-    size_t n;
 
     if (strncmp(path, "/v1/shared/", 11) || !(rest = strchr(path + 11, '/')) ||
         strcmp(rest, "/scenario"))
@@ -193,19 +191,9 @@ int route_scenario_shared(struct server *srv, struct evhttp_request *req, const 
                    "a share link's scenario is read only: use GET");
         return 1;
     }
-    n = (size_t)(rest - (path + 11));
+    if (!share_conversation(srv, req, path + 11, (size_t)(rest - (path + 11)), &id))
+        return 1;
     keel_error_clear(&err);
-    if (n == 0 || n >= sizeof(token)) {
-        http_error(req, 404, "not_found", "token", "no such share link");
-        return 1;
-    }
-    memcpy(token, path + 11, n);
-    token[n] = '\0';
-    auth_token_hash(token, hash);
-    if (store_share_find(srv->store, hash, &id, &err)) {
-        http_error(req, 404, "not_found", "token", "no such share link");
-        return 1;
-    }
     if (store_load_conversation(srv->store, id, &conv, &err)) {
         http_error(req, 404, "not_found", "token", "no such share link");
     } else {

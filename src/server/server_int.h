@@ -170,6 +170,12 @@ void route_share(struct server *srv, struct evhttp_request *req, const char *id,
                  const struct principal *who);
 void route_shared(struct server *srv, struct evhttp_request *req, const char *token);
 
+/* The conversation a share token (`len` bytes at `token`, not
+ * NUL-terminated) opens: 1 with its id in *id (free with keel_free), or 0
+ * with 404 "no such share link" sent. */
+int share_conversation(struct server *srv, struct evhttp_request *req, const char *token,
+                       size_t len, char **id);
+
 /* Nonzero when `who` may read a conversation owned by `owner` (NULL:
  * made without keys). */
 int principal_may_read(const struct principal *who, const char *owner);

@@ -11,8 +11,6 @@
 #include "core/json.h"
 #include "store/store_sqlite_int.h"
 
-#define BIND_TEXT(stmt, i, s) sqlite3_bind_text((stmt), (i), (s), -1, SQLITE_STATIC)
-
 int sqlite_artifact_write(struct sqlite_store *st, const struct store_turn_record *rec,
                           struct keel_error *err)
 {

@@ -7,8 +7,6 @@
 #include "core/alloc.h"
 #include "store/store_sqlite_int.h"
 
-#define BIND_TEXT(stmt, i, s) sqlite3_bind_text((stmt), (i), (s), -1, SQLITE_STATIC)
-
 int sqlite_key_put(struct store *store, const struct store_key *key, const char *hash,
                    struct keel_error *err)
 {

@@ -23,8 +23,6 @@
 #include "store/store_events_text.h"
 #include "store/store_sqlite_int.h"
 
-#define BIND_TEXT(stmt, i, s) sqlite3_bind_text((stmt), (i), (s), -1, SQLITE_STATIC)
-
 int sqlite_load_conversation(struct store *store, const char *id, struct store_conversation *out,
                              struct keel_error *err)
 {

@@ -116,6 +116,10 @@ void sqlite_write_unlock_stripe(int stripe);
  * and marks the connection for replacement. Returns the code. */
 int sqlite_fail(struct sqlite_store *st, int sqlite_rc, const char *op, struct keel_error *err);
 
+/* Binds a caller's string without copying it (SQLITE_STATIC): it must
+ * outlive the statement's use, which sqlite_stmt_done ends. */
+#define BIND_TEXT(stmt, i, s) sqlite3_bind_text((stmt), (i), (s), -1, SQLITE_STATIC)
+
 /* Resets a used statement and drops its bindings. */
 void sqlite_stmt_done(sqlite3_stmt *stmt);
 

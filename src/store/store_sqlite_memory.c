@@ -11,8 +11,6 @@
 #include "core/json.h"
 #include "store/store_sqlite_int.h"
 
-#define BIND_TEXT(stmt, i, s) sqlite3_bind_text((stmt), (i), (s), -1, SQLITE_STATIC)
-
 static int insert_run(struct sqlite_store *st, const struct store_memory_run *r,
                       struct keel_error *err)
 {

@@ -9,8 +9,6 @@
 #include "core/json.h"
 #include "store/store_sqlite_int.h"
 
-#define BIND_TEXT(stmt, i, s) sqlite3_bind_text((stmt), (i), (s), -1, SQLITE_STATIC)
-
 int sqlite_personal_write(struct sqlite_store *st, const struct store_personal_change *c,
                           struct keel_error *err)
 {

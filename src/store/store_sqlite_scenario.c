@@ -14,8 +14,6 @@
 
 #include "store/store_sqlite_int.h"
 
-#define BIND_TEXT(stmt, i, s) sqlite3_bind_text((stmt), (i), (s), -1, SQLITE_STATIC)
-
 /* Replaces the scenario of `id` if its version is `version`; the caller
  * holds a transaction. */
 static int replace(struct sqlite_store *st, const char *id, int64_t version, const char *json,

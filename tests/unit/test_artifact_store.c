@@ -30,39 +30,11 @@
 
 #define T0 INT64_C(1770465600000)   /* 2026-02-07T12:00:00Z */
 
-static char temp_dir[256];
-static int use_sqlite;
-
-static void backend_mem(void)
-{
-    use_sqlite = 0;
-}
-
+/* The store tests run on both backends (unit_backend_mem, or SQLite
+ * through backend_sqlite), each store from unit_store_fresh. */
 static void backend_sqlite(void)
 {
-    use_sqlite = 1;
-    unit_temp_dir(temp_dir, sizeof(temp_dir), "artifact", 1);
-}
-
-static void backend_sqlite_done(void)
-{
-    unit_temp_dir_remove(temp_dir);
-}
-
-static struct store *store_fresh(void)
-{
-    static int n;
-    char location[400];
-    struct store *store = NULL;
-    struct keel_error err;
-
-    if (use_sqlite)
-        snprintf(location, sizeof(location), "%s/a-%d-%d.db", temp_dir, (int)getpid(), n++);
-    else
-        snprintf(location, sizeof(location), "mem:");
-    keel_error_clear(&err);
-    ck_assert_msg(store_open(location, &store, &err) == KEEL_OK, "%s", err.message);
-    return store;
+    unit_backend_sqlite("artifact", 1);
 }
 
 static const char *const brief_body =
@@ -144,7 +116,7 @@ static struct store_artifact with_body(struct store_artifact a)
 
 START_TEST(test_store_round_trip)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct store_artifact plan = make("art_B", "plan", "{\"id\":\"art_B\",\"type\":\"plan\"}");
     struct keel_error err;
     json_t *l, *a = NULL;
@@ -199,7 +171,7 @@ END_TEST
 
 START_TEST(test_store_fact_filters)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct store_artifact b = with_body(brief);
     struct keel_error err;
     json_t *f;
@@ -251,7 +223,7 @@ END_TEST
 
 START_TEST(test_store_all_or_nothing)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct store_artifact b = with_body(brief), dup = make("art_A", "plan", "{\"x\":1}");
     struct store_fact taken[] = {brief_facts[0]};
     struct store_artifact fact_taken = {"art_C", "research_brief", "t", "{\"x\":1}", taken, 1};
@@ -312,7 +284,7 @@ END_TEST
 
 START_TEST(test_store_delete_conversation)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct store_artifact b = with_body(brief), other = make("art_X", "plan", "{}");
     struct keel_error err;
     json_t *l;
@@ -341,7 +313,7 @@ START_TEST(test_store_allocation_failures)
 
     keel_log_set_level(KEEL_LOG_ERROR);
     for (long n = 0; !done && n < 20000; n++) {
-        struct store *store = store_fresh();
+        struct store *store = unit_store_fresh();
         struct store_artifact b = with_body(brief);
         struct keel_error err;
         json_t *l;
@@ -404,7 +376,7 @@ static const char *const ask =
 
 START_TEST(test_turn_builds_and_stores)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct pipeline *pl = scholar(store);
     struct keel_error err;
     json_t *r, *l, *t = NULL, *gate;
@@ -450,7 +422,7 @@ END_TEST
 
 START_TEST(test_turn_export)
 {
-    struct store *store = store_fresh();
+    struct store *store = unit_store_fresh();
     struct pipeline *pl = scholar(store);
     char dir[256], sub[300];
     struct keel_error err;
@@ -486,7 +458,7 @@ START_TEST(test_turn_allocation_failures)
 
     keel_log_set_level(KEEL_LOG_ERROR + 1);
     for (long n = 0; needed < 0 && n < 100000; n += n < 400 ? 1 : 7) {
-        struct store *store = store_fresh();
+        struct store *store = unit_store_fresh();
         struct pipeline *pl = scholar(store);
         struct keel_error err;
         json_t *r = NULL, *l, *convs = NULL;
@@ -540,14 +512,14 @@ Suite *suite_artifact_store(void)
     TCase *sqlite = tcase_create("artifact_store_sqlite");
     TCase *turns = tcase_create("artifact_turn");
 
-    tcase_add_unchecked_fixture(mem, backend_mem, NULL);
+    tcase_add_unchecked_fixture(mem, unit_backend_mem, NULL);
     add_store_tests(mem);
     suite_add_tcase(s, mem);
-    tcase_add_unchecked_fixture(sqlite, backend_sqlite, backend_sqlite_done);
+    tcase_add_unchecked_fixture(sqlite, backend_sqlite, unit_backend_sqlite_remove);
     add_store_tests(sqlite);
     suite_add_tcase(s, sqlite);
 
-    tcase_add_unchecked_fixture(turns, backend_mem, NULL);
+    tcase_add_unchecked_fixture(turns, unit_backend_mem, NULL);
     unit_leak_fixture(turns);
     tcase_set_timeout(turns, 300);
     tcase_add_test(turns, test_turn_builds_and_stores);
