@@ -27,6 +27,7 @@
 
 #include "core/json.h"
 #include "core/utf8.h"
+#include "pipeline/phrases.h"
 
 /* ---- tokens ------------------------------------------------------------------ */
 
@@ -166,28 +167,6 @@ static void lower_copy(char *out, size_t cap, const char *s)
     for (; s[k] && k + 1 < cap; k++)
         out[k] = (char)tolower((unsigned char)s[k]);
     out[k] = '\0';
-}
-
-static int word_list(const json_t *list, char out[][CONVERT_ALIAS_MAX], int *n, const char *field,
-                     struct keel_error *err)
-{
-    const json_t *w;
-    size_t i;
-
-    *n = 0;
-    if (!list)
-        return KEEL_OK;
-    if (!json_is_array(list) || json_array_size(list) > CONVERT_WORDS_MAX)
-        return keel_error_set(err, KEEL_EINVAL, field, "must be a list of at most %d phrases",
-                              CONVERT_WORDS_MAX);
-    json_array_foreach(list, i, w) {
-        if (!json_is_string(w) || !json_string_length(w) ||
-            json_string_length(w) >= CONVERT_ALIAS_MAX)
-            return keel_error_set(err, KEEL_EINVAL, field, "item %zu must be a phrase of 1 to %d "
-                                  "bytes", i, CONVERT_ALIAS_MAX - 1);
-        lower_copy(out[(*n)++], CONVERT_ALIAS_MAX, json_string_value(w));
-    }
-    return KEEL_OK;
 }
 
 /* An alias as the tokenizer reads it: its tokens' lower-case text,
@@ -332,10 +311,12 @@ int convert_load(const json_t *s, struct convert_tables *t, struct keel_error *e
     if (!json_is_object(s))
         return keel_error_set(err, KEEL_EINVAL, "handlers.convert", "must be a mapping");
     if ((rc = keel_json_check_keys(s, keys, "handlers.convert", err)) ||
-        (rc = word_list(json_object_get(s, "connectors"), t->connectors, &t->n_connectors,
-                        "handlers.convert.connectors", err)) ||
-        (rc = word_list(json_object_get(s, "how_many"), t->how_many, &t->n_how_many,
-                        "handlers.convert.how_many", err)))
+        (rc = phrase_list_load(json_object_get(s, "connectors"), (char *)t->connectors,
+                               CONVERT_ALIAS_MAX, CONVERT_WORDS_MAX, &t->n_connectors,
+                               "handlers.convert.connectors", "phrases", "a phrase of ", err)) ||
+        (rc = phrase_list_load(json_object_get(s, "how_many"), (char *)t->how_many,
+                               CONVERT_ALIAS_MAX, CONVERT_WORDS_MAX, &t->n_how_many,
+                               "handlers.convert.how_many", "phrases", "a phrase of ", err)))
         return rc;
     if ((nw = json_object_get(s, "number_words"))) {
         if (!json_is_object(nw) || json_object_size(nw) > CONVERT_WORDS_MAX)
