@@ -200,6 +200,25 @@ static int amount_text(const json_t *r, struct keel_buf *b)
     return rc;
 }
 
+/* What a conversion that did not come out "ok" says, by its status: the
+ * message key and its default text; the last row answers any other status. */
+static const struct {
+    const char *status, *key, *text;
+} convert_replies[] = {
+    {"unknown_unit", "convert_unknown_unit", "I don't know the unit \u201c{unknown}\u201d."},
+    {"unknown_currency", "convert_unknown_currency",
+     "I don't have a rate for the currency \u201c{unknown}\u201d."},
+    {"incompatible", "convert_incompatible",
+     "I can't convert {from_kind} ({from}) to {to_kind} ({to})."},
+    {"mixed", "convert_mixed", "The amount mixes units of different kinds."},
+    {"forbidden", "convert_unavailable", "I can't convert here."},
+    {"unavailable", "convert_unavailable", "I can't convert here."},
+    {"invalid", "convert_unavailable", "I can't convert here."},
+    {NULL, "convert_none",
+     "I couldn't read a conversion there. Try \u201c5 km to miles\u201d or \u201c100 usd in "
+     "eur\u201d."},
+};
+
 static int compose_convert(struct turn *t, const json_t *r, struct keel_buf *b)
 {
     const char *status = str(r, "status");
@@ -211,6 +230,7 @@ static int compose_convert(struct turn *t, const json_t *r, struct keel_buf *b)
     char num[64], shown[96];
     int currency = !strcmp(str(to, "category"), "currency"), rc;
     double v = json_number_value(json_object_get(r, "value"));
+    size_t i;
 
     if (!strcmp(status, "ok")) {
         /* Deterministic digits, grouped by three: "1,000,000 JPY = 6,646.15 USD." */
@@ -232,30 +252,10 @@ static int compose_convert(struct turn *t, const json_t *r, struct keel_buf *b)
         }
         return KEEL_OK;
     }
-    if (!strcmp(status, "unknown_unit"))
-        return turn_template(b, msg(t, "convert_unknown_unit",
-                                    "I don't know the unit \u201c{unknown}\u201d."),
-                             names, values, 6);
-    if (!strcmp(status, "unknown_currency"))
-        return turn_template(b, msg(t, "convert_unknown_currency",
-                                    "I don't have a rate for the currency \u201c{unknown}\u201d."),
-                             names, values, 6);
-    if (!strcmp(status, "incompatible"))
-        return turn_template(b, msg(t, "convert_incompatible",
-                                    "I can't convert {from_kind} ({from}) to {to_kind} ({to})."),
-                             names, values, 6);
-    if (!strcmp(status, "mixed"))
-        return turn_template(b, msg(t, "convert_mixed",
-                                    "The amount mixes units of different kinds."),
-                             names, values, 6);
-    if (!strcmp(status, "forbidden") || !strcmp(status, "unavailable") ||
-        !strcmp(status, "invalid"))
-        return turn_template(b, msg(t, "convert_unavailable",
-                                    "I can't convert here."), names, values, 6);
-    return turn_template(b, msg(t, "convert_none",
-                                "I couldn't read a conversion there. Try \u201c5 km to "
-                                "miles\u201d or \u201c100 usd in eur\u201d."),
-                         names, values, 6);
+    for (i = 0; convert_replies[i].status && strcmp(convert_replies[i].status, status); i++)
+        ;
+    return turn_template(b, msg(t, convert_replies[i].key, convert_replies[i].text), names,
+                         values, 6);
 }
 
 int route_compose(struct turn *t, struct keel_buf *b)

@@ -16,31 +16,16 @@
 
 #include "core/alloc.h"
 #include "core/json.h"
+#include "pipeline/phrases.h"
 
 static int words(const json_t *s, const char *key, char out[][32], int *n,
                  struct keel_error *err)
 {
-    const json_t *list = json_object_get(s, key), *w;
     char field[KEEL_JSON_PATH_MAX];
-    size_t i;
 
-    *n = 0;
-    if (!list)
-        return KEEL_OK;
     keel_json_path_key(field, sizeof(field), "handlers.commands", key);
-    if (!json_is_array(list) || json_array_size(list) > HANDLERS_COMMAND_WORDS)
-        return keel_error_set(err, KEEL_EINVAL, field, "must be a list of at most %d commands",
-                              HANDLERS_COMMAND_WORDS);
-    json_array_foreach(list, i, w) {
-        const char *s2 = json_string_value(w);
-        size_t k;
-        if (!s2 || !*s2 || strlen(s2) >= 32)
-            return keel_error_set(err, KEEL_EINVAL, field, "item %zu must be 1 to 31 bytes", i);
-        for (k = 0; s2[k]; k++)
-            out[*n][k] = (char)tolower((unsigned char)s2[k]);
-        out[(*n)++][k] = '\0';
-    }
-    return KEEL_OK;
+    return phrase_list_load(json_object_get(s, key), (char *)out, sizeof(out[0]),
+                            HANDLERS_COMMAND_WORDS, n, field, "commands", "", err);
 }
 
 int handlers_load(const json_t *s, const char *websearch_url, struct handlers **out,

@@ -318,13 +318,8 @@ void household_money(long long pounds, char *out, size_t cap)
         snprintf(out, cap, "\xc2\xa3%lldm", pounds / 1000000);
     else if (pounds >= 1000 && pounds % 1000 == 0)
         snprintf(out, cap, "\xc2\xa3%lldk", pounds / 1000);
-    else if (pounds >= 1000000)
-        snprintf(out, cap, "\xc2\xa3%lld,%03lld,%03lld", pounds / 1000000, pounds / 1000 % 1000,
-                 pounds % 1000);
-    else if (pounds >= 1000)
-        snprintf(out, cap, "\xc2\xa3%lld,%03lld", pounds / 1000, pounds % 1000);
     else
-        snprintf(out, cap, "\xc2\xa3%lld", pounds);
+        household_money_exact(pounds * 100, out, cap);
 }
 
 /* The label summary.<table>[key], else summary.<table>.other with {n},

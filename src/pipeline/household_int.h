@@ -63,5 +63,7 @@ const struct hh_country *household_country(const struct hh_year *y, const char *
 
 /* "£45k", "£45,500", "£1m" into out. */
 void household_money(long long pounds, char *out, size_t cap);
+/* "£6,928.31", "£45,000": pence to the penny, pounds grouped by three. */
+void household_money_exact(long long pence, char *out, size_t cap);
 
 #endif

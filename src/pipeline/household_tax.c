@@ -78,8 +78,7 @@ int household_tax_income(const struct household *h, const char *year, const char
     return KEEL_OK;
 }
 
-/* "£6,928.31", "£45,000". */
-static void money_exact(long long pence, char *out, size_t cap)
+void household_money_exact(long long pence, char *out, size_t cap)
 {
     long long pounds = pence / 100, p = pence % 100;
     char whole[32];
@@ -120,8 +119,8 @@ static int add_line(struct keel_buf *b, const struct household_tax_line *l)
 {
     char tax[40], net[40], rate[16];
 
-    money_exact(l->tax_pence, tax, sizeof(tax));
-    money_exact(l->income * 100 - l->tax_pence, net, sizeof(net));
+    household_money_exact(l->tax_pence, tax, sizeof(tax));
+    household_money_exact(l->income * 100 - l->tax_pence, net, sizeof(net));
     rate_text(l->marginal_tenths, rate, sizeof(rate));
     return keel_buf_addf(b, "income tax %s, net income %s, marginal rate %s (%s%s%s)", tax, net,
                          rate, l->band, strcmp(l->band, "personal allowance") ? " rate" : "",
@@ -156,8 +155,8 @@ static int marriage(const struct household *h, const struct hh_year *y,
         if (reduction > lines[recipient].tax_pence)
             reduction = lines[recipient].tax_pence;
     }
-    money_exact(y->ma_transfer * 100, allowance, sizeof(allowance));
-    money_exact(reduction, cut, sizeof(cut));
+    household_money_exact(y->ma_transfer * 100, allowance, sizeof(allowance));
+    household_money_exact(reduction, cut, sizeof(cut));
     if (json_object_set_new(result, "marriage_allowance",
                             json_pack("{s:b, s:I, s:I}", "eligible", eligible, "transfer",
                                       (json_int_t)y->ma_transfer, "reduction_pence",
@@ -261,14 +260,14 @@ int household_tax(const struct household *h, const json_t *scenario, const json_
             goto out;
         if (question >= 0) {
             household_tax_income(h, y->name, c->name, question, &q);
-            money_exact(question * 100, money, sizeof(money));
+            household_money_exact(question * 100, money, sizeof(money));
             if (keel_buf_addf(&b, "At %s in %s (%s): ", money, c->label, y->name) ||
                 add_line(&b, &q) || keel_buf_adds(&b, ".") ||
                 json_object_set_new(out, "question", line_json(&q)))
                 goto out;
         }
         for (int i = 0; i < n; i++) {
-            money_exact(lines[i].income * 100, money, sizeof(money));
+            household_money_exact(lines[i].income * 100, money, sizeof(money));
             if ((question >= 0 || i) && keel_buf_addc(&b, '\n'))
                 goto out;
             if ((n == 1 ? keel_buf_addf(&b, "The earner on %s in %s (%s): ", money, c->label,

@@ -16,6 +16,7 @@
 
 #include "core/json.h"
 #include "core/utf8.h"
+#include "pipeline/phrases.h"
 
 struct plain {
     char orig[PERSONAL_INPUT_MAX + 1];
@@ -322,28 +323,12 @@ void personal_parse(const struct personal_conf *conf, const char *text, size_t n
 static int load_list(const json_t *s, const char *key, struct personal_list *out,
                      struct keel_error *err)
 {
-    const json_t *list = json_object_get(s, key), *w;
     char field[KEEL_JSON_PATH_MAX];
-    size_t i;
 
-    out->n = 0;
-    if (!list)
-        return KEEL_OK;
     keel_json_path_key(field, sizeof(field), "handlers.personal", key);
-    if (!json_is_array(list) || json_array_size(list) > PERSONAL_PHRASES_MAX)
-        return keel_error_set(err, KEEL_EINVAL, field, "must be a list of at most %d phrases",
-                              PERSONAL_PHRASES_MAX);
-    json_array_foreach(list, i, w) {
-        const char *s2 = json_string_value(w);
-        size_t k;
-        if (!s2 || !*s2 || strlen(s2) >= PERSONAL_PHRASE_MAX)
-            return keel_error_set(err, KEEL_EINVAL, field, "item %zu must be a phrase of 1 to "
-                                  "%d bytes", i, PERSONAL_PHRASE_MAX - 1);
-        for (k = 0; s2[k]; k++)
-            out->items[out->n][k] = (char)tolower((unsigned char)s2[k]);
-        out->items[out->n++][k] = '\0';
-    }
-    return KEEL_OK;
+    return phrase_list_load(json_object_get(s, key), (char *)out->items, PERSONAL_PHRASE_MAX,
+                            PERSONAL_PHRASES_MAX, &out->n, field, "phrases", "a phrase of ",
+                            err);
 }
 
 int personal_load(const json_t *s, struct personal_conf *conf, struct keel_error *err)
