@@ -371,10 +371,9 @@ int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
     fields[5] = json_string(message);
     fields[6] = user ? json_string(user) : json_null();
     fields[7] = shared_string(&t->shared.ts, ts);
-    if (extra)
-        fields[8] = extra;
-    else if ((fields[8] = t->shared.no_extra ? t->shared.no_extra : json_object()))
-        t->shared.no_extra = json_incref(fields[8]);
+    if (!extra && !t->shared.no_extra)
+        t->shared.no_extra = json_object();
+    fields[8] = extra ? extra : t->shared.no_extra ? json_incref(t->shared.no_extra) : NULL;
     event = json_object();
     for (int i = 0; i < 9; i++) {
         static const char *const names[9] = {"correlation_id", "seq", "stage", "kind", "level",

@@ -71,7 +71,10 @@ struct turn {
     json_t *events;
     int event_seq;
     const char *stage_name;            /* the stage running */
-    struct {                           /* values all events of the turn share (turn_emit) */
+    /* Values all events of the turn share (turn_emit): one JSON value
+     * referenced by every event, so an emitted event is read only — no
+     * code may change its fields (routes_chat.c and streams.c only read). */
+    struct {
         json_t *correlation_id, *ts, *stage, *no_extra, *kind[5], *level[2];
         const char *stage_name;        /* whose name .stage holds */
     } shared;
