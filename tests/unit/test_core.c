@@ -7,6 +7,8 @@
  * capped file reads. Every test runs in its own process under the leak
  * fixture, so a test that forgets a keel_free fails.
  */
+#include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,6 +262,71 @@ START_TEST(test_alloc_fail_sticky)
     ck_assert_str_eq(grown, "abc");
     keel_free(grown);
     ck_assert_int_eq(keel_alloc_live(), before);
+}
+END_TEST
+
+/* The per-thread cache in front of malloc: blocks of every size it
+ * hands back are big enough and distinct, across size classes and
+ * rounds; a freed block comes back for the same size (the cache is off
+ * under AddressSanitizer); a thread's parked blocks go back to malloc
+ * when it exits. */
+START_TEST(test_alloc_cache_blocks)
+{
+    enum { N = 300 };
+    unsigned char *p[N];
+    size_t size[N];
+    uint32_t seed = 7;
+
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < N; i++) {
+            seed = seed * 1103515245u + 12345u;
+            size[i] = (seed >> 8) % 640;   /* below, across and above the classes */
+            p[i] = keel_malloc(size[i]);
+            ck_assert_ptr_nonnull(p[i]);
+            ck_assert_uint_ge(malloc_usable_size(p[i]), size[i]);
+            memset(p[i], i & 0xff, size[i]);
+        }
+        for (int i = 0; i < N; i++)
+            for (size_t k = 0; k < size[i]; k++)
+                ck_assert_uint_eq(p[i][k], (unsigned)(i & 0xff));
+        for (int i = 0; i < N; i++)
+            keel_free(p[i]);
+    }
+#if !defined(__SANITIZE_ADDRESS__)
+    unsigned char *a = keel_malloc(100);
+    keel_free(a);
+    ck_assert_ptr_eq(keel_malloc(97), a);
+    keel_free(a);
+#endif
+}
+END_TEST
+
+static void *churn(void *arg)
+{
+    void *p[1000];
+
+    (void)arg;
+    for (int i = 0; i < 1000; i++)
+        p[i] = keel_malloc(16 + (size_t)(i % 20) * 16);
+    for (int i = 0; i < 1000; i++)
+        keel_free(p[i]);
+    return NULL;
+}
+
+START_TEST(test_alloc_cache_thread_exit)
+{
+    pthread_t th;
+    size_t before, after;
+
+    churn(NULL);   /* this thread's cache fills first, so it does not move below */
+    before = mallinfo2().uordblks;
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq(pthread_create(&th, NULL, churn, NULL), 0);
+        ck_assert_int_eq(pthread_join(th, NULL), 0);
+    }
+    after = mallinfo2().uordblks;
+    /* each thread parked ~100 KB; none of it may outlive the thread */
+    ck_assert_uint_lt(after, before + 16384);
 }
 END_TEST
 
@@ -1154,6 +1221,8 @@ Suite *suite_core(void)
     tcase_add_test(alloc, test_alloc_live_count);
     tcase_add_test(alloc, test_alloc_fail_one_shot);
     tcase_add_test(alloc, test_alloc_fail_sticky);
+    tcase_add_test(alloc, test_alloc_cache_blocks);
+    tcase_add_test(alloc, test_alloc_cache_thread_exit);
     suite_add_tcase(s, alloc);
 
     unit_leak_fixture(buf);
