@@ -9,6 +9,7 @@
 
 #include "core/alloc.h"
 #include "core/json_write.h"
+#include "core/utf8.h"
 
 void keel_json_init(void)
 {
@@ -207,4 +208,16 @@ int keel_json_append(struct keel_buf *buf, const json_t *value, size_t flags)
         return KEEL_ENOMEM;
     }
     return KEEL_OK;
+}
+
+int keel_json_set_text(json_t *obj, const char *key, const char *text)
+{
+    size_t n = text ? strlen(text) : 0;
+    json_t *value;
+
+    if (text && utf8_valid_prefix(text, n) != n)
+        return KEEL_EINVAL;
+    value = text ? json_stringn_nocheck(text, n) : json_null();
+    /* set_new takes the value also when it fails */
+    return value && !json_object_set_new_nocheck(obj, key, value) ? KEEL_OK : KEEL_ENOMEM;
 }

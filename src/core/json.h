@@ -66,4 +66,12 @@ const char *keel_json_type_name(const json_t *value);
  * is reached); `buf` is then as it was. */
 int keel_json_append(struct keel_buf *buf, const json_t *value, size_t flags);
 
+/* Sets obj[key] to the string `text` (JSON null when `text` is NULL),
+ * checked by utf8_valid_prefix, which passes ASCII sixteen bytes at a
+ * time, rather than by jansson's byte-by-byte check: for the long texts a
+ * turn moves (abstracts, passages, answers). `key` must be valid UTF-8 (a
+ * literal). Returns KEEL_OK, KEEL_EINVAL (`text` is not UTF-8; obj is
+ * unchanged) or KEEL_ENOMEM. */
+int keel_json_set_text(json_t *obj, const char *key, const char *text);
+
 #endif

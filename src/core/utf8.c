@@ -1,9 +1,13 @@
 /*
- * utf8.c — a strict, table-free UTF-8 validator.
+ * utf8.c — a strict, table-free UTF-8 validator; where the CPU has SSE2
+ * it passes plain ASCII sixteen bytes at a time.
  */
 #include "core/utf8.h"
 
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "core/buf.h"
 #include "core/error.h"
@@ -14,9 +18,22 @@ size_t utf8_valid_prefix(const char *text, size_t n)
     size_t i = 0;
 
     while (i < n) {
-        unsigned char c = s[i];
+        unsigned char c;
         size_t len;
         unsigned char lo = 0x80, hi = 0xbf;  /* bounds for the second byte */
+
+#ifdef __SSE2__
+        /* Sixteen ASCII bytes without a NUL at a time: most text. */
+        while (n - i >= 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+            if (_mm_movemask_epi8(_mm_or_si128(v, _mm_cmpeq_epi8(v, _mm_setzero_si128()))))
+                break;
+            i += 16;
+        }
+        if (i == n)
+            break;
+#endif
+        c = s[i];
 
         if (c == 0)
             return i;

@@ -823,6 +823,34 @@ START_TEST(test_json_get_bool)
 }
 END_TEST
 
+/* keel_json_set_text: a string, null for NULL, refused when not UTF-8
+ * (the object unchanged), and out of memory reported. */
+START_TEST(test_json_set_text)
+{
+    json_t *o = json_object();
+    char long_text[100];
+
+    memset(long_text, 'a', sizeof(long_text) - 1);
+    long_text[sizeof(long_text) - 1] = '\0';
+    ck_assert_int_eq(keel_json_set_text(o, "a", "caf\xc3\xa9"), KEEL_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "a")), "caf\xc3\xa9");
+    ck_assert_int_eq(keel_json_set_text(o, "b", NULL), KEEL_OK);
+    ck_assert(json_is_null(json_object_get(o, "b")));
+    ck_assert_int_eq(keel_json_set_text(o, "c", long_text), KEEL_OK);
+    ck_assert_uint_eq(json_string_length(json_object_get(o, "c")), 99);
+    long_text[40] = (char)0xff;
+    ck_assert_int_eq(keel_json_set_text(o, "a", long_text), KEEL_EINVAL);
+    ck_assert_int_eq(keel_json_set_text(o, "d", "\xed\xa0\x80"), KEEL_EINVAL);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "a")), "caf\xc3\xa9");
+    ck_assert_ptr_null(json_object_get(o, "d"));
+    keel_alloc_fail_after(0, 0);
+    ck_assert_int_eq(keel_json_set_text(o, "e", "text"), KEEL_ENOMEM);
+    ck_assert_ptr_null(json_object_get(o, "e"));
+    ck_assert_uint_eq(json_object_size(o), 3);
+    json_decref(o);
+}
+END_TEST
+
 START_TEST(test_json_type_names_and_append)
 {
     json_t *obj = json_pack("{s:i, s:[b, n], s:f, s:s}", "b", 1, "a", 1, "c", 1.5, "d", "x");
@@ -1242,6 +1270,7 @@ Suite *suite_core(void)
 
     unit_leak_fixture(json);
     tcase_add_test(json, test_json_parse);
+    tcase_add_test(json, test_json_set_text);
     tcase_add_test(json, test_json_parse_errors);
     tcase_add_test(json, test_json_parse_enomem);
     tcase_add_test(json, test_json_paths);

@@ -136,6 +136,54 @@ START_TEST(test_json_write_generated)
 }
 END_TEST
 
+/* Strings long enough for the sixteen-byte scan, with the bytes that
+ * need a look (escapes, control characters, NUL, UTF-8, invalid UTF-8)
+ * at every position around the blocks' edges. */
+START_TEST(test_json_write_long_strings)
+{
+    static const char *const pieces[] = {"plain words ", "x", "\"", "\\", "\n", "\x01", "\x1f",
+                                         "\x7f", "é", "日本", "😀", "/", "\t", "0123456789abcdef"};
+    static const char *const bad[] = {"\xff", "\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                      "\xc0\xaf"};
+    struct keel_buf mine;
+
+    keel_buf_init(&mine, 0);
+    seed = 7;
+    for (int i = 0; i < 4000; i++) {
+        char text[200];
+        size_t len = 0, target = rnd() % 120;
+        int broken = i % 4 == 3;
+        while (len < target) {
+            const char *p = pieces[rnd() % (sizeof(pieces) / sizeof(pieces[0]))];
+            size_t n = strlen(p);
+            if (len + n >= sizeof(text) - 8)
+                break;
+            memcpy(text + len, p, n);
+            len += n;
+        }
+        if (i % 5 == 0 && len < sizeof(text) - 1)
+            text[len++] = '\0';   /* NUL inside: jansson writes \u0000 */
+        if (broken) {
+            const char *b = bad[rnd() % (sizeof(bad) / sizeof(bad[0]))];
+            size_t at = len ? rnd() % (len + 1) : 0, n = strlen(b);
+            memmove(text + at + n, text + at, len - at);
+            memcpy(text + at, b, n);
+            len += n;
+        }
+        json_t *v = json_stringn_nocheck(text, len);
+        if (broken) {
+            keel_buf_reset(&mine);
+            ck_assert_int_eq(keel_json_write_compact(&mine, v), KEEL_EINVAL);
+            ck_assert_uint_eq(mine.len, 0);
+        } else {
+            assert_same(v);
+        }
+        json_decref(v);
+    }
+    keel_buf_release(&mine);
+}
+END_TEST
+
 START_TEST(test_json_write_leaves_to_jansson)
 {
     struct keel_buf buf;
@@ -205,6 +253,7 @@ Suite *suite_json_write(void)
     unit_leak_fixture(tc);
     tcase_add_test(tc, test_json_write_hand_picked);
     tcase_add_test(tc, test_json_write_generated);
+    tcase_add_test(tc, test_json_write_long_strings);
     tcase_add_test(tc, test_json_write_leaves_to_jansson);
     tcase_add_test(tc, test_json_write_full_buffer_and_failures);
     suite_add_tcase(s, tc);

@@ -760,6 +760,41 @@ START_TEST(test_utf8_invalid)
 }
 END_TEST
 
+/* The same cases at every offset from 0 to 40 behind plain ASCII and
+ * well-formed multibyte text, so the bad byte falls at every position of
+ * the sixteen-byte blocks the validator skips through. */
+START_TEST(test_utf8_invalid_at_every_offset)
+{
+    static const char *const bad[] = {"\xff", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80",
+                                      "\xf4\x90\x80\x80", "\xe2\x80", "\xc3" "b", "\x80"};
+    static const char *const fill[] = {"abcdefghij", "\xc3\xa9", "\xf0\x9f\x93\x9a", "x y"};
+    char text[128];
+
+    for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++)
+        for (size_t f = 0; f < sizeof(fill) / sizeof(fill[0]); f++)
+            for (size_t at = 0; at <= 40; at++) {
+                size_t len = 0, n = strlen(bad[b]);
+                while (len < at) {   /* whole fill pieces, then ASCII up to `at` */
+                    size_t k = strlen(fill[f]);
+                    if (len + k > at)
+                        k = 0;
+                    if (!k) {
+                        text[len++] = 'q';
+                        continue;
+                    }
+                    memcpy(text + len, fill[f], k);
+                    len += k;
+                }
+                memcpy(text + len, bad[b], n);
+                memcpy(text + len + n, "tail that is long enough", 24);
+                ck_assert_uint_eq(utf8_valid_prefix(text, len + n + 24), at);
+                text[at] = '\0';   /* and a NUL there stops it too */
+                ck_assert_uint_eq(utf8_valid_prefix(text, len + n + 24), at);
+                ck_assert_uint_eq(utf8_valid_prefix(text, at), at);
+            }
+}
+END_TEST
+
 
 START_TEST(test_utf8_repair)
 {
@@ -794,6 +829,7 @@ Suite *suite_lexicon(void)
     tcase_add_test(tokens, test_currency_and_slash);
     tcase_add_test(tokens, test_utf8_valid);
     tcase_add_test(tokens, test_utf8_invalid);
+    tcase_add_test(tokens, test_utf8_invalid_at_every_offset);
     tcase_add_test(tokens, test_utf8_repair);
     suite_add_tcase(s, tokens);
 
