@@ -221,3 +221,22 @@ int keel_json_set_text(json_t *obj, const char *key, const char *text)
     /* set_new takes the value also when it fails */
     return value && !json_object_set_new_nocheck(obj, key, value) ? KEEL_OK : KEEL_ENOMEM;
 }
+
+char *keel_json_dumps(const json_t *value, size_t flags)
+{
+    struct keel_buf b;
+    int rc;
+
+    if (!value || (!(flags & JSON_ENCODE_ANY) && !json_is_object(value) && !json_is_array(value)))
+        return NULL;
+    keel_buf_init(&b, 0);
+    if ((rc = keel_json_write(&b, value, flags)) == KEEL_EINVAL) {
+        keel_buf_release(&b);
+        return json_dumps(value, flags);
+    }
+    if (rc) {
+        keel_buf_release(&b);
+        return NULL;
+    }
+    return keel_buf_detach(&b, NULL);
+}

@@ -66,6 +66,14 @@ const char *keel_json_type_name(const json_t *value);
  * is reached); `buf` is then as it was. */
 int keel_json_append(struct keel_buf *buf, const json_t *value, size_t flags);
 
+/* json_dumps(value, flags), the same text, made by the fast writer
+ * (core/json_write.h) for the flags it knows (JSON_COMPACT with any of
+ * JSON_SORT_KEYS, JSON_REAL_PRECISION(n), JSON_ENCODE_ANY) and by jansson
+ * otherwise. NULL when jansson's would be NULL (out of memory, a value
+ * that is not an object or array without JSON_ENCODE_ANY, a string that
+ * is not UTF-8). The caller frees it with keel_free. */
+char *keel_json_dumps(const json_t *value, size_t flags);
+
 /* Sets obj[key] to the string `text` (JSON null when `text` is NULL),
  * checked by utf8_valid_prefix, which passes ASCII sixteen bytes at a
  * time, rather than by jansson's byte-by-byte check: for the long texts a

@@ -12,9 +12,9 @@
  * and appends straight into the buffer.
  *
  * The same text as jansson: keys sorted by bytes (shorter first on a
- * tie); strings with `"` `\` and control characters escaped (\b \f \n \r
+ * tie) with JSON_SORT_KEYS, else in insertion order; strings with `"` `\` and control characters escaped (\b \f \n \r
  * \t, else \u00XX in upper-case hex), everything else as is (UTF-8, `/`);
- * integers in decimal; reals as "%.17g" with ".0" added when there is
+ * integers in decimal; reals as "%.17g" (or the precision asked) with ".0" added when there is
  * neither a point nor an exponent, and the exponent without "+" or
  * leading zeros. What it cannot write exactly it leaves to jansson
  * (KEEL_EINVAL): a string that is not valid UTF-8 (jansson refuses it),
@@ -41,7 +41,14 @@ struct key {
     json_t *value;
 };
 
-static int write_value(struct keel_buf *buf, const json_t *value, int depth);
+/* What the flags ask for. */
+struct how {
+    int sort;        /* JSON_SORT_KEYS */
+    int precision;   /* of reals: JSON_REAL_PRECISION(n), 17 when 0 */
+};
+
+static int write_value(struct keel_buf *buf, const json_t *value, const struct how *how,
+                       int depth);
 
 static int put(struct keel_buf *buf, const char *s, size_t n)
 {
@@ -191,11 +198,11 @@ static int write_integer(struct keel_buf *buf, json_int_t v)
     return put(buf, digits + n, sizeof(digits) - n);
 }
 
-/* jansson's jsonp_dtostr() at precision 17. */
-static int write_real(struct keel_buf *buf, double v)
+/* jansson's jsonp_dtostr(). */
+static int write_real(struct keel_buf *buf, double v, int precision)
 {
     char text[64];
-    int len = snprintf(text, sizeof(text), "%.17g", v);
+    int len = snprintf(text, sizeof(text), "%.*g", precision, v);
     char *e;
 
     if (len < 0 || (size_t)len >= sizeof(text) - 3)
@@ -229,7 +236,8 @@ static int key_before(const struct key *a, const struct key *b)
     return order ? order < 0 : a->len < b->len;
 }
 
-static int write_object(struct keel_buf *buf, const json_t *obj, int depth)
+static int write_object(struct keel_buf *buf, const json_t *obj, const struct how *how,
+                        int depth)
 {
     struct key stack_keys[32], *keys = stack_keys;
     size_t n = json_object_size(obj), i = 0;
@@ -246,7 +254,7 @@ static int write_object(struct keel_buf *buf, const json_t *obj, int depth)
         struct key k = {json_object_iter_key(iter), json_object_iter_key_len(iter),
                         json_object_iter_value(iter)};
         size_t j = i;
-        for (; j > 0 && key_before(&k, &keys[j - 1]); j--)
+        for (; how->sort && j > 0 && key_before(&k, &keys[j - 1]); j--)
             keys[j] = keys[j - 1];
         keys[j] = k;
     }
@@ -258,7 +266,7 @@ static int write_object(struct keel_buf *buf, const json_t *obj, int depth)
             (rc = write_string(buf, keys[i].text, keys[i].len)) ||
             (rc = put_char(buf, ':')))
             break;
-        rc = write_value(buf, keys[i].value, depth + 1);
+        rc = write_value(buf, keys[i].value, how, depth + 1);
     }
     if (!rc)
         rc = put_char(buf, '}');
@@ -268,7 +276,8 @@ out:
     return rc;
 }
 
-static int write_value(struct keel_buf *buf, const json_t *value, int depth)
+static int write_value(struct keel_buf *buf, const json_t *value, const struct how *how,
+                       int depth)
 {
     int rc;
 
@@ -276,13 +285,13 @@ static int write_value(struct keel_buf *buf, const json_t *value, int depth)
         return KEEL_EINVAL;
     switch (json_typeof(value)) {
     case JSON_OBJECT:
-        return write_object(buf, value, depth);
+        return write_object(buf, value, how, depth);
     case JSON_ARRAY:
         if ((rc = put_char(buf, '[')))
             return rc;
         for (size_t i = 0; i < json_array_size(value); i++)
             if ((i && (rc = put_char(buf, ','))) ||
-                (rc = write_value(buf, json_array_get(value, i), depth + 1)))
+                (rc = write_value(buf, json_array_get(value, i), how, depth + 1)))
                 return rc;
         return put_char(buf, ']');
     case JSON_STRING:
@@ -290,7 +299,7 @@ static int write_value(struct keel_buf *buf, const json_t *value, int depth)
     case JSON_INTEGER:
         return write_integer(buf, json_integer_value(value));
     case JSON_REAL:
-        return write_real(buf, json_real_value(value));
+        return write_real(buf, json_real_value(value), how->precision);
     case JSON_TRUE:
         return put(buf, "true", 4);
     case JSON_FALSE:
@@ -301,12 +310,24 @@ static int write_value(struct keel_buf *buf, const json_t *value, int depth)
     return KEEL_EINVAL;
 }
 
-int keel_json_write_compact(struct keel_buf *buf, const json_t *value)
+int keel_json_write(struct keel_buf *buf, const json_t *value, size_t flags)
 {
+    const size_t known = JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(31) |
+                         JSON_ENCODE_ANY | JSON_PRESERVE_ORDER;
+    struct how how = {(flags & JSON_SORT_KEYS) != 0, (int)(flags >> 11 & 0x1f)};
     size_t before = buf->len;
-    int rc = value ? write_value(buf, value, 0) : KEEL_EINVAL;
+    int rc;
 
-    if (rc)
+    if (!(flags & JSON_COMPACT) || (flags & ~known) || !value)
+        return KEEL_EINVAL;   /* indentation, ASCII or slash escapes: jansson's */
+    if (!how.precision)
+        how.precision = 17;
+    if ((rc = write_value(buf, value, &how, 0)))
         keel_buf_truncate(buf, before);
     return rc;
+}
+
+int keel_json_write_compact(struct keel_buf *buf, const json_t *value)
+{
+    return keel_json_write(buf, value, JSON_COMPACT | JSON_SORT_KEYS);
 }

@@ -1,7 +1,8 @@
 /*
  * json_write.h — a fast writer of compact JSON text that is byte for byte
- * what jansson writes with JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY
- * (keel_json_append() uses it for JSON_COMPACT).
+ * what jansson writes with JSON_COMPACT and any of JSON_SORT_KEYS,
+ * JSON_REAL_PRECISION(n), JSON_ENCODE_ANY (keel_json_append() and
+ * keel_json_dumps() use it).
  */
 #ifndef KEEL_CORE_JSON_WRITE_H
 #define KEEL_CORE_JSON_WRITE_H
@@ -16,5 +17,12 @@
  * that is not UTF-8, nesting over 256 levels, an object over 4,096 keys,
  * NULL). On failure `buf` is as it was. */
 int keel_json_write_compact(struct keel_buf *buf, const json_t *value);
+
+/* As keel_json_write_compact, with jansson's dump `flags`: JSON_COMPACT
+ * (required) and any of JSON_SORT_KEYS, JSON_REAL_PRECISION(n),
+ * JSON_ENCODE_ANY, JSON_PRESERVE_ORDER. Any other flag: KEEL_EINVAL
+ * (jansson writes it). The value is written whatever its type, as with
+ * JSON_ENCODE_ANY. */
+int keel_json_write(struct keel_buf *buf, const json_t *value, size_t flags);
 
 #endif

@@ -539,7 +539,7 @@ static char *request_body(const struct llm *llm, const json_t *body)
 
     if (copy && !json_object_set_new(copy, "model", json_string(llm->conf.model)) &&
         !json_object_set_new(copy, "stream", json_boolean(llm->conf.stream)))
-        text = json_dumps(copy, JSON_COMPACT);
+        text = keel_json_dumps(copy, JSON_COMPACT);
     json_decref(copy);
     return text;
 }
@@ -630,7 +630,7 @@ int llm_embed(struct llm *llm, const char *input, float **out, int *dim, struct 
     struct llm_reply reply;
     json_t *body = json_pack("{s:s, s:s}", "model", llm->conf.model, "input", input), *doc = NULL;
     const json_t *vec, *x;
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    char *text = body ? keel_json_dumps(body, JSON_COMPACT) : NULL;
     double norm = 0;
     size_t i, n;
     int rc;

@@ -24,6 +24,7 @@
 
 #include "core/alloc.h"
 #include "core/id.h"
+#include "core/json.h"
 #include "core/utf8.h"
 #include "llm/llm.h"
 #include "memory/memory.h"
@@ -366,7 +367,7 @@ static json_t *judge_body(const struct memory_input *in, const json_t *refs,
                             "summary", in->summary ? in->summary : "", "outcome", in->outcome,
                             "references", (int)json_array_size(refs), "artifacts",
                             (int)json_array_size(in->artifacts), "similar_runs", cands);
-    if (!doc || !(text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS))) {
+    if (!doc || !(text = keel_json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS))) {
         json_decref(doc);
         return NULL;
     }
@@ -594,15 +595,15 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
             !(strcmp(in->outcome, "success") &&
               !strcmp(json_string_value(json_object_get(d->v.target, "outcome")), "success"));
         merged = union_refs(json_object_get(d->v.target, "references"), refs);
-        d->merged_text = merged ? json_dumps(merged, JSON_COMPACT) : NULL;
+        d->merged_text = merged ? keel_json_dumps(merged, JSON_COMPACT) : NULL;
     }
     snprintf(d->task, sizeof(d->task), "%s", in->task);
     d->summary = dup_text(in->summary);
     d->outcome = dup_text(in->outcome);
     d->conversation_id = in->conversation_id ? keel_strdup(in->conversation_id) : NULL;
     d->owner = owner ? keel_strdup(owner) : NULL;
-    d->refs_text = json_dumps(refs, JSON_COMPACT);
-    d->artifacts_text = in->artifacts ? json_dumps(in->artifacts, JSON_COMPACT)
+    d->refs_text = keel_json_dumps(refs, JSON_COMPACT);
+    d->artifacts_text = in->artifacts ? keel_json_dumps(in->artifacts, JSON_COMPACT)
                                       : keel_strdup("[]");
     d->json = json_pack("{s:s, s:s, s:s?, s:s, s:o, s:s, s:O}", "run_id", d->id, "decision",
                         d->v.decision, "target_run_id", d->target, "reason", d->v.reason,

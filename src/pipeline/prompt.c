@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/json.h"
 #include "pipeline/turn.h"
 
 #define RESULT_TEXT_MAX 1500       /* bytes of a passage or abstract shown to the model */
@@ -215,8 +216,8 @@ static json_t *run_result_json(struct turn *t, const json_t *result)
 static int add_call(json_t *calls, json_t *messages, const char *id, const char *name,
                     const json_t *args, json_t *content)
 {
-    char *args_text = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
-    char *text = content ? json_dumps(content, JSON_COMPACT) : NULL;
+    char *args_text = keel_json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+    char *text = content ? keel_json_dumps(content, JSON_COMPACT) : NULL;
     json_t *items = json_object_get(content, "papers") ?: json_object_get(content, "passages");
     size_t dropped = 0;
     int rc = KEEL_ENOMEM;
@@ -226,7 +227,7 @@ static int add_call(json_t *calls, json_t *messages, const char *id, const char 
         json_array_remove(items, json_array_size(items) - 1);
         json_object_set_new(content, "not_shown", json_integer((json_int_t)++dropped));
         keel_free(text);
-        text = json_dumps(content, JSON_COMPACT);
+        text = keel_json_dumps(content, JSON_COMPACT);
     }
     if (text && strlen(text) > RUN_RESULT_MAX) {
         keel_free(text);

@@ -72,7 +72,7 @@ void http_log(struct evhttp_request *req, int status, const char *correlation_id
 void http_json(struct evhttp_request *req, int status, json_t *body)
 {
     struct evbuffer *out = evbuffer_new();
-    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+    char *text = body ? keel_json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
     const char *cid = json_string_value(json_object_get(body, "correlation_id"));
 
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",

@@ -41,7 +41,7 @@ static int key_streams_add(struct server *srv, const char *key_id, int delta);
 /* Appends one event in SSE's format to `out`. */
 static void sse_add(struct evbuffer *out, const json_t *event)
 {
-    char *data = json_dumps(json_object_get(event, "data"), JSON_COMPACT | JSON_SORT_KEYS);
+    char *data = keel_json_dumps(json_object_get(event, "data"), JSON_COMPACT | JSON_SORT_KEYS);
 
     if (data)
         evbuffer_add_printf(out, "id: %lld\nevent: %s\ndata: %s\n\n",
@@ -138,7 +138,7 @@ static void stream_end(struct stream *s)
 /* Appends `data` (stolen) as an OpenAI stream line "data: {…}". */
 static void openai_send(struct evbuffer *out, json_t *data)
 {
-    char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+    char *text = data ? keel_json_dumps(data, JSON_COMPACT) : NULL;
 
     if (text)
         evbuffer_add_printf(out, "data: %s\n\n", text);

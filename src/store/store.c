@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/json.h"
 #include "core/utf8.h"
 
 int store_open(const char *location, struct store **out, struct keel_error *err)
@@ -53,7 +54,7 @@ int store_put_paper(struct store *store, const struct store_paper *paper,
     if (paper->authors && !json_is_array(paper->authors))
         return keel_error_set(err, KEEL_EINVAL, "authors", "must be a list");
     if (paper->authors) {
-        char *text = json_dumps(paper->authors, JSON_COMPACT);
+        char *text = keel_json_dumps(paper->authors, JSON_COMPACT);
         size_t len = text ? strlen(text) : 0;
         keel_free(text);
         if (!text)
