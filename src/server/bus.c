@@ -25,6 +25,7 @@ struct bus {
     size_t ring_head, ring_n, ring_cap;
     size_t capacity, open;
     int64_t keep_ms;
+    long finished_turns;     /* bus_finish calls, for bus_finished */
     void (*notify)(void *);
     void *ctx;
 };
@@ -164,7 +165,7 @@ void bus_running(struct bus *bus, const char *correlation_id)
     wake(bus);
 }
 
-long bus_publish(struct bus *bus, const char *correlation_id, const char *name, json_t *data)
+long bus_append(struct bus *bus, const char *correlation_id, const char *name, json_t *data)
 {
     json_t *rec, *events, *event;
     long id = 0;
@@ -180,9 +181,26 @@ long bus_publish(struct bus *bus, const char *correlation_id, const char *name, 
     }
     pthread_mutex_unlock(&bus->lock);
     json_decref(data);
+    return id;
+}
+
+long bus_publish(struct bus *bus, const char *correlation_id, const char *name, json_t *data)
+{
+    long id = bus_append(bus, correlation_id, name, data);
+
     if (id)
         wake(bus);
     return id;
+}
+
+long bus_finished(struct bus *bus)
+{
+    long n;
+
+    pthread_mutex_lock(&bus->lock);
+    n = bus->finished_turns;
+    pthread_mutex_unlock(&bus->lock);
+    return n;
 }
 
 void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, json_t *error,
@@ -202,6 +220,7 @@ void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, jso
         ring_push(bus, correlation_id);
         bus->open--;
     }
+    bus->finished_turns++;   /* also for a turn the bus forgot: its waiter must hear */
     pthread_mutex_unlock(&bus->lock);
     json_decref(result);
     json_decref(error);

@@ -43,6 +43,14 @@ void bus_running(struct bus *bus, const char *correlation_id);
  * (stolen) and returns its number, or 0 (unknown turn, out of memory). */
 long bus_publish(struct bus *bus, const char *correlation_id, const char *name, json_t *data);
 
+/* As bus_publish, without waking the loop: for a burst of events (an
+ * answer's pieces) whose last one is published with bus_publish. */
+long bus_append(struct bus *bus, const char *correlation_id, const char *name, json_t *data);
+
+/* How many turns have ended (bus_finish) since the bus was made: the
+ * loop looks at its ?wait=1 waiters only when it has changed. */
+long bus_finished(struct bus *bus);
+
 /* Ends a turn: `result` (stolen) on success, else `error` (stolen). */
 void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, json_t *error,
                 int64_t now_ms);

@@ -102,6 +102,8 @@ struct server {
     struct stream *pump_head, *pump_tail;   /* streams with something to send */
     struct event *pump;              /* sends for the next few of them (streams.c) */
     struct waiter *waiters;
+    long waiters_finished;           /* bus_finished() when the waiters were last looked at */
+    int waiters_new;                 /* a waiter came since: look at them all the same */
     int draining;
     struct server_metrics metrics;   /* counted by the workers */
     json_t *buckets;                 /* key id -> {tokens, at}: request rate (loop thread) */

@@ -419,6 +419,7 @@ void chat_wait(struct server *srv, struct evhttp_request *req, const char *cid,
     if (w->next)
         w->next->prev = w;
     srv->waiters = w;
+    srv->waiters_new = 1;
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_waiter_closed, w);
 }
 
@@ -437,9 +438,16 @@ void streams_pump_cb(evutil_socket_t fd, short what, void *arg)
 void streams_pump(struct server *srv)
 {
     struct waiter *w = srv->waiters;
+    long finished = bus_finished(srv->bus);
 
     for (struct stream *s = srv->streams; s; s = s->next)
         pump_queue(s);
+    /* A waiter hears only its turn's end: look at them when a turn has
+     * ended since the last look (each of a turn's events wakes the loop). */
+    if (finished == srv->waiters_finished && !srv->waiters_new)
+        return;
+    srv->waiters_finished = finished;
+    srv->waiters_new = 0;
     while (w) {
         struct waiter *next = w->next;
         json_t *result = NULL, *error = NULL;
