@@ -162,6 +162,33 @@ test_serve_replays_a_stream_after_restart() {
     serve_stop
 }
 
+# Last-Event-ID is one of the stream's own `id:` numbers: anything else
+# (keel never sent it) is a 400 naming the header, not a silent replay of
+# the whole stream; an empty value is no id at all, as in EventSource.
+test_serve_refuses_a_bad_last_event_id() {
+    serve_start "$TMP/serve_leid.db"
+    post '/v1/chat?wait=1' '{"message": "find papers on graph neural networks"}'
+    expect_code 200
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    for bad in abc -1 12x +3 ' 4 5' 1.5 99999999999999999999 2147483648; do
+        OUT=$(curl -s --max-time 20 -w '\n%{http_code}' -H "Last-Event-ID: $bad" "$URL/v1/stream/$cid")
+        CODE=$(printf '%s' "$OUT" | tail -n 1)
+        OUT=$(printf '%s' "$OUT" | sed '$d')
+        expect_code 400
+        expect_json '.error.code' '"bad_request"'
+        expect_json '.error.field' '"Last-Event-ID"'
+    done
+    curl -s -N --max-time 20 "$URL/v1/stream/$cid" > "$TMP/all.txt"
+    n=$(grep -c '^id: ' "$TMP/all.txt")
+    for header in 'Last-Event-ID: 0' 'Last-Event-ID;'; do   # "X;" is curl's empty header
+        curl -s -N --max-time 20 -H "$header" "$URL/v1/stream/$cid" > "$TMP/again.txt"
+        cmp -s "$TMP/all.txt" "$TMP/again.txt" || fail "$header is not the whole stream"
+    done
+    curl -s -N --max-time 20 -H "Last-Event-ID: $n" "$URL/v1/stream/$cid" > "$TMP/none.txt"
+    [ ! -s "$TMP/none.txt" ] || fail "after the last event: $(head -c 200 "$TMP/none.txt")"
+    serve_stop
+}
+
 test_serve_stops_after_accepted_turns() {
     db="$TMP/serve5.db"
     serve_start "$db" --workers 1
