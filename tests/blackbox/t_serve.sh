@@ -144,6 +144,34 @@ test_serve_errors() {
     serve_stop
 }
 
+# A message of a role keel does not take is a 400 naming the message
+# (messages[i].role) and the roles it takes, never "holds no user message"
+# or a turn run on an earlier message.
+test_serve_completions_name_a_bad_role() {
+    serve_start "$TMP/serve_roles.db"
+    post /v1/chat/completions '{"model": "scholar", "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}, {"role": "robot", "content": "beep"}]}'
+    expect_code 400
+    expect_json '.error.code' '"bad_request"'
+    expect_json '.error.field' '"messages[2].role"'
+    expect_json '.error.message | test("robot")' 'true'
+    for role in system developer user assistant; do
+        expect_json ".error.message | test(\"$role\")" 'true'
+    done
+    post /v1/chat/completions '{"model": "scholar", "messages": [{"role": "tool", "content": "{}", "tool_call_id": "x"}, {"role": "user", "content": "hi"}]}'
+    expect_code 400
+    expect_json '.error.field' '"messages[0].role"'
+    post /v1/chat/completions '{"model": "scholar", "messages": [{"content": "hi"}]}'
+    expect_code 400
+    expect_json '.error.field' '"messages[0].role"'
+    post /v1/chat/completions '{"model": "scholar", "messages": [{"role": "user", "content": "hi"}, 7]}'
+    expect_code 400
+    expect_json '.error.field' '"messages[1]"'
+    post /v1/chat/completions '{"model": "scholar", "messages": [{"role": "developer", "content": "be brief"}, {"role": "user", "content": "find papers on sleep and memory"}, {"role": "assistant", "content": "…"}]}'
+    expect_code 200
+    expect_json '.choices[0].message.role' '"assistant"'
+    serve_stop
+}
+
 test_serve_replays_a_stream_after_restart() {
     serve_start "$TMP/serve4.db"
     post '/v1/chat?wait=1' '{"message": "find papers on graph neural networks"}'
