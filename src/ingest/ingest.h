@@ -60,7 +60,8 @@ int ingest_bibtex(const char *text, size_t n, ingest_bibtex_each each, void *ctx
                   struct keel_error *err);
 
 /* Ingests every *.md, *.markdown, *.txt, *.html and *.htm file below
- * `dir`, in name order; a document's id is its path below `dir`. */
+ * `dir`, in name order; a document's id is `dir`'s own name and its path
+ * below `dir`, its source that path alone (never the server's directories). */
 int ingest_docs_dir(struct store *store, const char *dir, const struct ingest_output *out,
                     struct ingest_stats *stats, struct keel_error *err);
 

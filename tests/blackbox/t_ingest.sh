@@ -93,6 +93,32 @@ test_ingest_two_folders_do_not_collide() {
     expect_out "docs: 0 added, 0 updated, 2 unchanged"
 }
 
+# A document's source is its path below the folder given, never the
+# server's directories; its id is the folder's name and that path. So the
+# same folder moved (or checked out elsewhere) is the same corpus:
+# re-ingesting it changes nothing; folders of other names never collide.
+test_ingest_docs_source_is_below_the_folder() {
+    mkdir -p "$TMP/here/policies/sub" "$TMP/there" "$TMP/other/sub"
+    printf '# Appeals\n\nYou can appeal.\n' > "$TMP/here/policies/sub/appeal.md"
+    printf '# Other\n\nAnother corpus.\n' > "$TMP/other/sub/appeal.md"
+    db="$TMP/below.db"
+    run "$KEEL" ingest docs --db "$db" "$TMP/here/policies"
+    expect_out "docs: 1 added"
+    [ "$(sqlite3 "$db" "SELECT id || ' ' || source FROM documents")" = "policies/sub/appeal.md sub/appeal.md" ] ||
+        fail "stored: $(sqlite3 "$db" "SELECT id, source FROM documents")"
+    mv "$TMP/here/policies" "$TMP/there/"
+    run "$KEEL" ingest docs --db "$db" "$TMP/there/policies/"
+    expect_out "docs: 0 added, 0 updated, 1 unchanged"
+    run "$KEEL" ingest docs --db "$db" "$TMP/other"
+    expect_out "docs: 1 added, 0 updated, 0 unchanged"
+    [ "$(sqlite3 "$db" "SELECT group_concat(id || ' ' || source, ',') FROM (SELECT * FROM documents ORDER BY id)")" = \
+      "other/sub/appeal.md sub/appeal.md,policies/sub/appeal.md sub/appeal.md" ] ||
+        fail "stored: $(sqlite3 "$db" "SELECT id, source FROM documents")"
+    case "$(sqlite3 "$db" "SELECT source FROM documents")" in
+        *"$TMP"*) fail "a stored source names the server's directories" ;;
+    esac
+}
+
 test_ingest_same_doi_in_two_files() {
     printf '{"title": "One", "doi": "10.1/z"}\n' > "$TMP/pa.jsonl"
     printf '{"title": "One again", "doi": "10.1/Z"}\n' > "$TMP/pb.jsonl"

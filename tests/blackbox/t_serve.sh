@@ -172,6 +172,36 @@ test_serve_completions_name_a_bad_role() {
     serve_stop
 }
 
+# A document's source is its path below the ingested folder: the
+# server's directories show neither in a turn's sources nor through a
+# share link, the conversation or its doc extract (the payer pack's sample
+# corpus is ingested on first run).
+test_serve_sources_show_no_server_path() {
+    real=$(cd "$root" && pwd -P)
+    serve_start "$TMP/serve_paths.db"
+    post '/v1/chat?wait=1' '{"message": "what are the deadlines for a Sunshine Health appeal according to the handbook", "pack": "payer"}'
+    expect_code 200
+    expect_json '.artifact.type' '"doc_extract"'
+    expect_json '(.sources | length) > 0' 'true'
+    expect_json '[.sources[] | .source | type == "string" and (startswith("/") | not)] | all' 'true'
+    expect_json '[.sources[] | .source == (.document_id | ltrimstr("corpus/"))] | all' 'true'
+    conv=$(printf '%s' "$OUT" | jq -r .conversation_id)
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    art=$(printf '%s' "$OUT" | jq -r .artifact.id)
+    post "/v1/conversations/$conv/share" '{}'
+    expect_code 201
+    link=$(printf '%s' "$OUT" | jq -r .url)
+    for p in "/v1/responses/$cid" "/v1/conversations/$conv" "$link" "$link/artifacts/$art" \
+             /v1/facts; do
+        get "$p"
+        expect_code 200
+        case "$OUT" in *"$real/"* | *"$root/"*) fail "$p shows a server path" ;; esac
+    done
+    get "$link/artifacts/$art"
+    expect_json '[.. | objects | .source? | strings] | length > 0' 'true'
+    serve_stop
+}
+
 test_serve_replays_a_stream_after_restart() {
     serve_start "$TMP/serve4.db"
     post '/v1/chat?wait=1' '{"message": "find papers on graph neural networks"}'
