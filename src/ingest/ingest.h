@@ -5,8 +5,9 @@
  *
  * Ingestion is idempotent: the store reports each record as added,
  * updated or unchanged, so re-ingesting the same file changes nothing.
- * A bad record is skipped with a warning naming file:line (or file and
- * record index); it never stops the run.
+ * A bad record is skipped with a warning naming the file and its line
+ * (JSON lines, BibTeX) or record (a JSON array), counted from 1; it never
+ * stops the run.
  */
 #ifndef KEEL_INGEST_INGEST_H
 #define KEEL_INGEST_INGEST_H
