@@ -5,7 +5,10 @@
  * given; the rest is the message. Besides ASan/UBSan, it checks the
  * decision's invariants: count within 1..max, years within 1900..now and
  * ordered, the query NUL-terminated and under its cap, and that the
- * decision always has a JSON form (the query is valid UTF-8).
+ * decision always has a JSON form (the query is valid UTF-8). The same
+ * message is also tried as a refinement of a fixed previous search
+ * (policy_refine): when taken, the query must be that search's and the
+ * same invariants hold.
  */
 #include <stdint.h>
 #include <string.h>
@@ -21,6 +24,28 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     policies[0] = fuzz_load_policy("scholar");
     policies[1] = fuzz_load_policy("assistant");
     return 0;
+}
+
+static void check_refine(const struct policy *policy, const struct policy_context *ctx,
+                         const char *message, size_t n)
+{
+    struct policy_search base = {.query = "sleep and memory", .count = 5, .year_from = 2022,
+                                 .year_to = 2026};
+    struct policy_decision d;
+    json_t *json;
+
+    base.query_len = strlen(base.query);
+    if (!policy_refine(policy, ctx, message, n, &base, &d))
+        return;
+    if (strcmp(d.search.query, base.query) || d.search.count < 1 ||
+        d.search.count > policy->max_count || !d.has_search ||
+        (d.search.year_from && d.search.year_to && d.search.year_from > d.search.year_to) ||
+        (d.search.year_to && d.search.year_to > ctx->now_year))
+        __builtin_trap();
+    json = policy_decision_json(policy, &d);
+    if (!json)
+        __builtin_trap();
+    json_decref(json);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -57,5 +82,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!json)  /* only possible on OOM, or if a copied string were invalid UTF-8 */
         __builtin_trap();
     json_decref(json);
+    check_refine(policy, &ctx, (const char *)data + 1, size - 1);
     return 0;
 }

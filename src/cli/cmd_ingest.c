@@ -19,9 +19,9 @@ static void ingest_usage(FILE *out)
             "venue, authors, doi, url, open access); docs reads the *.md, *.markdown, *.txt,\n"
             "*.html and *.htm files below each DIR (markdown front matter gives title and\n"
             "lang; symbolic links to folders are not followed) and chunks them. A document's\n"
-            "id is DIR's name and its path below DIR.\n"
-            "Re-ingesting the same input changes nothing. Bad records are skipped with a\n"
-            "warning naming file and line.\n\n"
+            "id is DIR's name and its path below DIR, its source that path alone (never the\n"
+            "server's directories). Re-ingesting the same input changes nothing. Bad records\n"
+            "are skipped with a warning naming the file and its line or record, from 1.\n\n"
             "  --db FILE   the store (default: $KEEL_DB, else keel.db; mem: for a throw-away one)\n");
 }
 

@@ -151,8 +151,8 @@ static int ingest_one(struct store *store, const char *root, const char *path,
     struct store_document doc;
     enum store_outcome outcome;
     json_t *meta = NULL;
-    char *html_text = NULL, *html_title = NULL, *heading = NULL, *id = NULL, *canonical = NULL;
-    const char *body, *title;
+    char *html_text = NULL, *html_title = NULL, *heading = NULL, *id = NULL;
+    const char *body, *title, *below;
     size_t body_n, start;
     int rc;
 
@@ -230,21 +230,23 @@ static int ingest_one(struct store *store, const char *root, const char *path,
     }
     /* The id is the folder's own name and the path below it
      * ("corpus/articles/appeal.md"), so two folders with a README do not
-     * overwrite each other; the source is the canonical path, so
-     * "./corpus" and "corpus" give the same record. */
+     * overwrite each other; the source is the path below the folder
+     * ("articles/appeal.md"): it is shown in answers and share links, so
+     * it never names the server's directories, and "./corpus", "corpus"
+     * and the same folder moved elsewhere give the same record. */
     {
         const char *base = strrchr(root, '/');
         base = base && base[1] ? base + 1 : root;
-        if (!(id = keel_malloc(strlen(base) + strlen(path) + 2))) {
+        below = path + strlen(root) + (path[strlen(root)] == '/');
+        if (!(id = keel_malloc(strlen(base) + strlen(below) + 2))) {
             rc = keel_error_set(err, KEEL_ENOMEM, path, "out of memory");
             goto out;
         }
-        join_id(id, base, path + strlen(root) + (path[strlen(root)] == '/'));
+        join_id(id, base, below);
     }
-    canonical = realpath(path, NULL);
     doc.id = id;
     doc.title = title ? title : doc.id;
-    doc.source = canonical ? canonical : path;
+    doc.source = below;
     doc.lang = meta_string(meta, "lang");
     rc = store_put_document(store, &doc, items, chunks.n, &outcome, err);
     if (!rc) {
@@ -253,7 +255,6 @@ static int ingest_one(struct store *store, const char *root, const char *path,
         stats->unchanged += outcome == STORE_UNCHANGED;
     }
 out:
-    free(canonical);  /* from realpath(), not keel's allocator */
     keel_free(id);
     keel_free(items);
     ingest_chunks_release(&chunks);

@@ -5,8 +5,9 @@
  *
  * Ingestion is idempotent: the store reports each record as added,
  * updated or unchanged, so re-ingesting the same file changes nothing.
- * A bad record is skipped with a warning naming file:line (or file and
- * record index); it never stops the run.
+ * A bad record is skipped with a warning naming the file and its line
+ * (JSON lines, BibTeX) or record (a JSON array), counted from 1; it never
+ * stops the run.
  */
 #ifndef KEEL_INGEST_INGEST_H
 #define KEEL_INGEST_INGEST_H
@@ -60,7 +61,8 @@ int ingest_bibtex(const char *text, size_t n, ingest_bibtex_each each, void *ctx
                   struct keel_error *err);
 
 /* Ingests every *.md, *.markdown, *.txt, *.html and *.htm file below
- * `dir`, in name order; a document's id is its path below `dir`. */
+ * `dir`, in name order; a document's id is `dir`'s own name and its path
+ * below `dir`, its source that path alone (never the server's directories). */
 int ingest_docs_dir(struct store *store, const char *dir, const struct ingest_output *out,
                     struct ingest_stats *stats, struct keel_error *err);
 

@@ -221,16 +221,16 @@ nomem:
     return keel_error_set(err, KEEL_ENOMEM, "record", "out of memory");
 }
 
+/* Warns that the record at `where` was skipped: "papers.json: record 3:
+ * skipped: title: is required" or "refs.bib: line 9: skipped: …"; both
+ * count from 1. */
 static void warn(const struct ingest_output *out, const char *path, long where,
                  const char *unit, const struct keel_error *err)
 {
     const char *sep = err->field[0] ? ": " : "";
 
-    if (*unit)
-        ingest_warning(out, "%s: %s %ld: skipped: %s%s%s", path, unit, where, err->field, sep,
-                       err->message);
-    else
-        ingest_warning(out, "%s:%ld: skipped: %s%s%s", path, where, err->field, sep, err->message);
+    ingest_warning(out, "%s: %s %ld: skipped: %s%s%s", path, unit, where, err->field, sep,
+                   err->message);
 }
 
 /* Puts one record; counts it. `seen` holds the ids put by this run: a
@@ -283,6 +283,18 @@ static int put_record(struct store *store, const json_t *record, const char *pat
     return KEEL_OK;
 }
 
+/* A JSON line is parsed on its own, so its parse error says "line 1
+ * column 14: …"; the warning names the file's line already, and keeps
+ * only the column. */
+static void line_position(struct keel_error *err)
+{
+    static const char own_line[] = "line 1 column ";
+    size_t n = sizeof(own_line) - 1 - strlen("column ");
+
+    if (!strncmp(err->message, own_line, sizeof(own_line) - 1))
+        memmove(err->message, err->message + n, strlen(err->message + n) + 1);
+}
+
 struct bib_ctx {
     struct store *store;
     const char *path, *source;
@@ -299,11 +311,11 @@ static int put_bibtex(const json_t *record, long line, const char *why, void *ar
 
     progress_step(c->bar);
     if (record)
-        return put_record(c->store, record, c->path, c->source, line, "", c->out, c->stats,
+        return put_record(c->store, record, c->path, c->source, line, "line", c->out, c->stats,
                           c->err);
     c->stats->skipped++;
     keel_error_set(&entry_err, KEEL_EINVAL, "", "%s", why);
-    warn(c->out, c->path, line, "", &entry_err);
+    warn(c->out, c->path, line, "line", &entry_err);
     return KEEL_OK;
 }
 
@@ -399,7 +411,9 @@ int ingest_papers_file(struct store *store, const char *path, const struct inges
         array = json_is_array(parsed) ? parsed : json_object_get(parsed, "results");
         progress_start(&bar, out ? out->progress : NULL, "papers", (long)json_array_size(array));
         json_array_foreach(array, index, record) {
-            if ((rc = put_record(store, record, path, source, (long)index, "record", out, stats, err)))
+            /* Records are counted from 1, as a reader counts them. */
+            if ((rc = put_record(store, record, path, source, (long)index + 1, "record", out,
+                                 stats, err)))
                 break;
             progress_step(&bar);
         }
@@ -422,9 +436,10 @@ lines:
         if (k < len) {
             if (keel_json_parse(text.data + i, len, INGEST_FILE_MAX, "", &record, &line_err)) {
                 stats->skipped++;
-                warn(out, path, line, "", &line_err);
+                line_position(&line_err);
+                warn(out, path, line, "line", &line_err);
             } else {
-                rc = put_record(store, record, path, source, line, "", out, stats, err);
+                rc = put_record(store, record, path, source, line, "line", out, stats, err);
                 json_decref(record);
                 if (rc)
                     break;

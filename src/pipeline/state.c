@@ -125,7 +125,7 @@ static json_t *delta_json(const struct state_delta *d, const struct pipeline_con
 {
     static const char *const names[] = {"stage", "research_question", "research_topic", "slot",
                                         "open_slots", "refined_query", "blueprint",
-                                        "subquestion_status", "turns"};
+                                        "subquestion_status", "turns", "last_search"};
     json_t *j = json_pack("{s:s}", "delta", names[d->kind]);
 
     if (!j)
@@ -157,6 +157,9 @@ static json_t *delta_json(const struct state_delta *d, const struct pipeline_con
         break;
     case DELTA_TURNS:
         json_object_set_new(j, "turns", json_integer(d->index));
+        break;
+    case DELTA_LAST_SEARCH:
+        json_object_set_new(j, "value", state_search_json(d->search));
         break;
     default:
         json_object_set_new(j, "value", json_string(d->text ? d->text : ""));
@@ -204,6 +207,12 @@ int state_apply(struct thread_state *state, const struct pipeline_config *cfg,
         break;
     case DELTA_TURNS:
         state->turns = d->index;
+        break;
+    case DELTA_LAST_SEARCH:
+        if (!d->search || !d->search->set)
+            memset(&state->last_search, 0, sizeof(state->last_search));
+        else if (!(rc = state_search_check(d->search, err)))
+            state->last_search = *d->search;
         break;
     default:
         return keel_error_set(err, KEEL_EINVAL, "delta", "unknown delta kind %d", (int)d->kind);
@@ -295,6 +304,7 @@ json_t *state_to_json(const struct thread_state *state, const struct pipeline_co
     set(j, "suggested", sug, &bad);
     set(j, "refined_query", text_or_null(state->refined_query), &bad);
     set(j, "blueprint", state_blueprint_json(&state->blueprint, cfg), &bad);
+    set(j, "last_search", state_search_json(&state->last_search), &bad);
     set(j, "turns", json_integer(state->turns), &bad);
     if (bad) {
         json_decref(j);
@@ -451,7 +461,7 @@ int state_from_json(struct thread_state *state, const struct pipeline_config *cf
     static const char *const keys[] = {"stage", "stage_confidence", "stage_history",
                                        "research_question", "research_topic", "jurisdiction",
                                        "open_slots", "suggested", "refined_query", "blueprint",
-                                       "turns", NULL};
+                                       "last_search", "turns", NULL};
     json_t *history;
     long long turns = 0;
     int rc;
@@ -468,7 +478,9 @@ int state_from_json(struct thread_state *state, const struct pipeline_config *cf
         (rc = read_jurisdiction(state, cfg, json_object_get(json, "jurisdiction"),
                                 json_object_get(json, "open_slots"), err)) ||
         (rc = read_suggested(state, cfg, json_object_get(json, "suggested"), err)) ||
-        (rc = read_blueprint(state, cfg, json_object_get(json, "blueprint"), err)))
+        (rc = read_blueprint(state, cfg, json_object_get(json, "blueprint"), err)) ||
+        (rc = state_search_from_json(&state->last_search, json_object_get(json, "last_search"),
+                                     err)))
         return rc;
     if (!state->stage[0])
         snprintf(state->stage, sizeof(state->stage), "%s", cfg->initial_stage);

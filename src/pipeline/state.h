@@ -51,6 +51,20 @@ struct blueprint {
     int created_turn;
 };
 
+/* The conversation's last search the policy forced, as it ran: what a
+ * follow-up that only narrows it ("only open access ones") starts from
+ * (policy_refine). Serialised as "last_search": null or {query, count,
+ * year_from, year_to, open_access_only} (a year null when open). */
+struct state_search {
+    int set;
+    char query[STATE_TEXT_MAX];
+    int count;                       /* 1..STATE_SEARCH_COUNT_MAX */
+    int year_from, year_to;          /* 0: open; else 1900..9999 */
+    int open_access_only;
+};
+
+#define STATE_SEARCH_COUNT_MAX 1000
+
 struct thread_state {
     char stage[CONFIG_STAGE_MAX];
     double stage_confidence;
@@ -63,6 +77,7 @@ struct thread_state {
     char suggested[CONFIG_MAX_SLOTS][STATE_VALUE_MAX];  /* value a reset cleared: offered back */
     char refined_query[STATE_TEXT_MAX];
     struct blueprint blueprint;
+    struct state_search last_search;
     int turns;                       /* turns completed */
 };
 
@@ -76,6 +91,7 @@ enum delta_kind {
     DELTA_BLUEPRINT,          /* blueprint: the new plan (NULL clears) */
     DELTA_SUB_STATUS,         /* index: subquestion, mask: enum sub_status */
     DELTA_TURNS,              /* index: turns completed */
+    DELTA_LAST_SEARCH,        /* search: the search that ran (set 0 clears) */
 };
 
 struct state_delta {
@@ -86,6 +102,7 @@ struct state_delta {
     double number;
     uint32_t mask;
     const struct blueprint *blueprint;
+    const struct state_search *search;
 };
 
 /* Sets `state` to the start of a conversation under `cfg` (stage =
@@ -125,6 +142,21 @@ int state_from_json(struct thread_state *state, const struct pipeline_config *cf
 /* A blueprint as JSON {question, subquestions[{text, path, status}],
  * created_turn}, or JSON null when it is not active. */
 json_t *state_blueprint_json(const struct blueprint *bp, const struct pipeline_config *cfg);
+
+/* Checks a last search: query under STATE_TEXT_MAX, count 1..
+ * STATE_SEARCH_COUNT_MAX, years 0 or 1900..9999 and ordered. Returns
+ * KEEL_EINVAL (KEEL_ETOOBIG for the query) naming "last_search.FIELD". */
+int state_search_check(const struct state_search *search, struct keel_error *err);
+
+/* The last search as JSON: null when not set, else {query, count,
+ * year_from, year_to, open_access_only}. NULL when out of memory. */
+json_t *state_search_json(const struct state_search *search);
+
+/* Reads "last_search" as written by state_search_json (absent or null:
+ * not set). Unknown keys and wrong types fail with KEEL_EINVAL naming the
+ * field; `search` is then cleared. */
+int state_search_from_json(struct state_search *search, const json_t *json,
+                           struct keel_error *err);
 
 /* Static names of sub_status values. */
 const char *state_sub_status_name(enum sub_status status);

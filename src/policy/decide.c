@@ -12,7 +12,7 @@
  *   7. smalltalk, then the default: llm_only / general
  *
  * Rules 2–6 look only outside the topic clause ("find papers about the
- * library of Alexandria" is a search; see mark_topic_clause). A search
+ * library of Alexandria" is a search; see policy_mark_topic_clause). A search
  * fills the search policy (search.c) and forces the pack's search tool
  * when it is available and the role may call it. docs/policy.md has the
  * full table.
@@ -54,6 +54,7 @@ static const char *const reason_names[R_REASON_COUNT] = {
     [R_ANALYSIS] = "analysis_request",
     [R_SMALLTALK] = "smalltalk",
     [R_DEFAULT_LLM] = "default_llm",
+    [R_SEARCH_REFINED] = "search_refined",
     [R_REQUEST_PHRASING_STRIPPED] = "request_phrasing_stripped",
     [R_DEICTIC_TOPIC] = "deictic_resolved_to_topic_hint",
     [R_TOPIC_FROM_HINT] = "topic_from_hint",
@@ -199,7 +200,7 @@ static int is_minor_token(const struct policy *policy, const struct policy_scan 
  * about the library of Alexandria" is no library request. Trailing
  * instructions ("… with PDF since 2020") are cut off by content_end.
  * Without such a clause all three are UINT32_MAX. */
-static void mark_topic_clause(const struct policy *policy, struct policy_scan *scan)
+void policy_mark_topic_clause(const struct policy *policy, struct policy_scan *scan)
 {
     const struct lex_result *lex = &scan->lex;
     uint64_t pre[LEX_MAX_TOKENS / 64] = {0}, trail[LEX_MAX_TOKENS / 64] = {0};
@@ -434,6 +435,12 @@ static void decide_search(const struct policy *policy, const struct policy_conte
         policy_add_reason(d, R_TOPIC_MISSING);
         return;
     }
+    policy_force_search(policy, ctx, d);
+}
+
+void policy_force_search(const struct policy *policy, const struct policy_context *ctx,
+                         struct policy_decision *d)
+{
     if (force(policy, ctx, d, policy->search_tool) && policy->stage_transition) {
         d->stage_transition = policy->stage_transition;
         policy_add_reason(d, R_STAGE_TRANSITION);
@@ -531,7 +538,7 @@ void policy_decide(const struct policy *policy, const struct policy_context *ctx
     /* "Don't look it up" names a search only to forbid it. */
     d->signals.explicit_request = (web_explicit || search_verb_outside_questions(&scan)) &&
                                   !has(&scan, CAT_VETO);
-    mark_topic_clause(policy, &scan);
+    policy_mark_topic_clause(policy, &scan);
 
     choose_route(policy, ctx, &scan, d);
     /* A route the pack binds to a tool (conversion_tool: convert_units)

@@ -57,6 +57,7 @@ enum policy_reason {
     R_ANALYSIS,
     R_SMALLTALK,
     R_DEFAULT_LLM,
+    R_SEARCH_REFINED,
     R_REQUEST_PHRASING_STRIPPED,
     R_DEICTIC_TOPIC,
     R_TOPIC_FROM_HINT,
@@ -158,6 +159,22 @@ int policy_context_init(struct policy_context *ctx, const struct policy *policy,
  * allocates; same inputs give the same decision. */
 void policy_decide(const struct policy *policy, const struct policy_context *ctx,
                    const char *message, size_t n, struct policy_decision *out);
+
+/* A follow-up that only narrows `base`, the conversation's previous
+ * search ("only open access ones", "just the ones from 2023"): every word
+ * of `message` is a search setting, a phrase of the pack's `refine`
+ * table, filler, request phrasing, a paper or count noun, a reference to
+ * the papers found or a deictic, at least one setting is stated, and no
+ * topic clause opens. Returns 1 and sets *out to base's search with the
+ * stated settings in place (years replace years, open access stays on
+ * once asked for, a count replaces the count), route websearch, reason
+ * search_refined, the search tool forced as for any search. Returns 0 and
+ * leaves *out unchanged otherwise, also for a pack without a `refine`
+ * table, an empty base query, or a message over POLICY_MESSAGE_MAX or
+ * not UTF-8. Allocates nothing. */
+int policy_refine(const struct policy *policy, const struct policy_context *ctx,
+                  const char *message, size_t n, const struct policy_search *base,
+                  struct policy_decision *out);
 
 /* Static names of enum values, as they appear in JSON. */
 const char *policy_intent_name(enum policy_intent intent);

@@ -37,6 +37,7 @@ enum policy_category {
     CAT_NUMBER,         /* number words: value = the number */
     CAT_YEAR_RULE,      /* value = action * 1000 + fixed n */
     CAT_TOPIC_CLASS,    /* value = class index */
+    CAT_REFINE,         /* only, just the ones, what about: a follow-up narrows the search */
     CAT_COUNT
 };
 
@@ -70,6 +71,7 @@ struct policy {
     const char *class_name[POLICY_MAX_CLASSES];
     int class_volatile[POLICY_MAX_CLASSES];
     size_t n_classes;
+    size_t n_refine;                     /* refine phrases: 0, the pack takes no refinements */
 };
 
 /* Work space of one decision, on the stack of policy_decide(). */
@@ -109,11 +111,29 @@ static inline int policy_in_topic(const struct policy_scan *scan, uint32_t i)
     return i >= scan->topic_start && i < scan->content_end;
 }
 
+/* Finds the clause that names what to search for (decide.c): sets
+ * scan->topic_start, topic_end and content_end, all UINT32_MAX when the
+ * message has none. */
+void policy_mark_topic_clause(const struct policy *policy, struct policy_scan *scan);
+
+/* Forces the pack's search tool for the search in `d` when it is
+ * available and the role may call it (reasons tool_forced, or why not),
+ * and then sets the pack's stage transition. */
+void policy_force_search(const struct policy *policy, const struct policy_context *ctx,
+                         struct policy_decision *d);
+
 /* Appends a reason (ignored when the list is full or it is already there). */
 void policy_add_reason(struct policy_decision *d, enum policy_reason reason);
 
-/* Fills d->search from the scanned message: years, count, open access,
- * then the query (request phrasing stripped, deictic resolved). */
+/* Fills the settings of d->search from the scanned message: years,
+ * count and open access, with their reasons; marks the tokens they used
+ * (and request phrasing, paper nouns) as consumed. The query is left as
+ * it was. */
+void policy_fill_settings(const struct policy *policy, const struct policy_context *ctx,
+                          struct policy_scan *scan, struct policy_decision *d);
+
+/* Fills d->search from the scanned message: policy_fill_settings, then
+ * the query (request phrasing stripped, deictic resolved). */
 void policy_fill_search(const struct policy *policy, const struct policy_context *ctx,
                         struct policy_scan *scan, struct policy_decision *d);
 

@@ -27,7 +27,7 @@ static const struct {
     {"command", CAT_COMMAND},         {"memory", CAT_MEMORY},
     {"conversion", CAT_CONVERSION},   {"unit", CAT_UNIT},
     {"web_explicit", CAT_WEB_EXPLICIT}, {"volatile", CAT_VOLATILE},
-    {"veto", CAT_VETO},
+    {"veto", CAT_VETO},               {"refine", CAT_REFINE},
 };
 
 #define N_TABLES (sizeof(phrase_tables) / sizeof(phrase_tables[0]))
@@ -108,6 +108,8 @@ static int load_phrases(struct policy *policy, const json_t *phrases, struct kee
             return pack_fail(policy->pack, path, err, "unknown phrase table \"%s\"", key);
         if ((rc = add_list(policy, category, 0, list, path, err)))
             return rc;
+        if (category == CAT_REFINE)
+            policy->n_refine += json_array_size(list);
     }
     return KEEL_OK;
 }

@@ -402,8 +402,8 @@ static void build_query(const struct policy *policy, const struct policy_context
         policy_add_reason(d, R_REQUEST_PHRASING_STRIPPED);
 }
 
-void policy_fill_search(const struct policy *policy, const struct policy_context *ctx,
-                        struct policy_scan *scan, struct policy_decision *d)
+void policy_fill_settings(const struct policy *policy, const struct policy_context *ctx,
+                          struct policy_scan *scan, struct policy_decision *d)
 {
     const struct lex_result *lex = &scan->lex;
     const uint64_t stripped = CAT_BIT(CAT_REQUEST) | CAT_BIT(CAT_SEARCH_VERB) |
@@ -430,5 +430,11 @@ void policy_fill_search(const struct policy *policy, const struct policy_context
         if (CAT_BIT(match->category) & stripped)
             consume(scan, match->start, match->n);
     }
+}
+
+void policy_fill_search(const struct policy *policy, const struct policy_context *ctx,
+                        struct policy_scan *scan, struct policy_decision *d)
+{
+    policy_fill_settings(policy, ctx, scan, d);
     build_query(policy, ctx, scan, d);
 }

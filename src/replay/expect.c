@@ -102,6 +102,7 @@ static const struct expect_key state_keys[] = {
     {"suggested", "suggested", SUBSET, NULL, T_OBJECT, AS_IS},
     {"refined_query", "refined_query", EQUAL, NULL, T_STRING | T_NULL, AS_IS},
     {"blueprint", "blueprint", SUBSET, NULL, T_OBJECT | T_NULL, AS_IS},
+    {"last_search", "last_search", SUBSET, NULL, T_OBJECT | T_NULL, AS_IS},
     {"turns", "turns", EQUAL, NULL, T_INT, AS_IS},
     {NULL, NULL, EQUAL, NULL, 0, AS_IS},
 };

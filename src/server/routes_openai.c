@@ -4,7 +4,8 @@
  * /v1/chat/completions) can talk to keel.
  *
  *   model       the pack ("scholar"); GET /v1/models lists them
- *   messages    the last user message is the turn; keel keeps the
+ *   messages    the last user message is the turn (roles: system,
+ *               developer, user, assistant); keel keeps the
  *               conversation itself, so earlier messages are not replayed
  *   user        the conversation: an existing id continues it, a new id
  *               names a new one (also the X-Keel-Conversation header);
@@ -21,6 +22,7 @@
 
 #include "core/clock.h"
 #include "core/id.h"
+#include "core/utf8.h"
 #include "pipeline/pipeline.h"
 #include "server/server_int.h"
 
@@ -60,6 +62,49 @@ json_t *openai_completion(const char *model, const json_t *result)
                      json_object_get(result, "decision"));
 }
 
+/* The roles keel takes: the turn is the last user message; system,
+ * developer and assistant messages are read as valid and left alone
+ * (keel keeps the conversation itself). "tool" and "function" messages
+ * answer tool calls, which keel never asks a client for. */
+static const char *const message_roles[] = {"system", "developer", "user", "assistant"};
+
+/* Checks that every message is an object with one of message_roles.
+ * Sends the error naming the message (messages[i], messages[i].role)
+ * and returns -1; 0 when all are fine. */
+static int check_messages(struct evhttp_request *req, const json_t *messages)
+{
+    const json_t *m;
+    size_t i;
+
+    json_array_foreach(messages, i, m) {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        char field[48];
+        size_t r = 0, n;
+        if (!json_is_object(m)) {
+            snprintf(field, sizeof(field), "messages[%zu]", i);
+            http_error(req, 400, "bad_request", field, "each message must be an object");
+            return -1;
+        }
+        while (role && r < sizeof(message_roles) / sizeof(message_roles[0]) &&
+               strcmp(role, message_roles[r]))
+            r++;
+        if (role && r < sizeof(message_roles) / sizeof(message_roles[0]))
+            continue;
+        snprintf(field, sizeof(field), "messages[%zu].role", i);
+        if (!role) {
+            http_error(req, 400, "bad_request", field,
+                       "is required: one of system, developer, user, assistant");
+            return -1;
+        }
+        n = utf8_valid_prefix(role, strnlen(role, 40));
+        http_error(req, 400, "bad_request", field,
+                   "\"%.*s\" is not a role keel takes: one of system, developer, user, "
+                   "assistant", (int)n, role);
+        return -1;
+    }
+    return 0;
+}
+
 /* The content of the last message with role "user": a string, or the
  * text parts of a content array. Sends the error and returns NULL. */
 static const char *last_user_message(struct evhttp_request *req, const json_t *messages,
@@ -71,15 +116,11 @@ static const char *last_user_message(struct evhttp_request *req, const json_t *m
         http_error(req, 400, "bad_request", "messages", "must be a non-empty array");
         return NULL;
     }
+    if (check_messages(req, messages))
+        return NULL;
     for (size_t i = json_array_size(messages); i-- > 0;) {
         const json_t *m = json_array_get(messages, i);
-        if (!json_is_object(m)) {
-            http_error(req, 400, "bad_request", "messages",
-                       "each message must be an object");
-            return NULL;
-        }
-        if (json_is_string(json_object_get(m, "role")) &&
-            !strcmp(json_string_value(json_object_get(m, "role")), "user")) {
+        if (!strcmp(json_string_value(json_object_get(m, "role")), "user")) {
             msg = m;
             break;
         }

@@ -256,23 +256,46 @@ static json_t *stored_events(struct server *srv, const json_t *turn)
     return out;
 }
 
-static long last_event_id(struct evhttp_request *req)
+/* The largest Last-Event-ID taken: a turn's events are numbered from 1
+ * and never come near it. */
+#define LAST_EVENT_ID_MAX 2147483647L
+
+/* Reads the request's Last-Event-ID into *after: 0 when there is none or
+ * it is empty (EventSource sends no id rather than an empty one).
+ * Anything but the decimal digits keel writes in its `id:` lines (a
+ * sign, a space inside, a fraction, a number past LAST_EVENT_ID_MAX)
+ * cannot have come from this server: -1, and the stream is refused
+ * rather than replayed from its start as if no id were given. */
+static int last_event_id(struct evhttp_request *req, long *after)
 {
     const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Last-Event-ID");
-    char *end;
-    long v;
+    long v = 0;
 
-    if (!h)
+    *after = 0;
+    if (!h || !h[0])
         return 0;
-    v = strtol(h, &end, 10);
-    return *end || v < 0 ? 0 : v;
+    for (const char *p = h; *p; p++) {
+        if (*p < '0' || *p > '9' || v > (LAST_EVENT_ID_MAX - (*p - '0')) / 10)
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    *after = v;
+    return 0;
 }
 
 void route_stream(struct server *srv, struct evhttp_request *req, const char *cid,
                   const struct principal *who)
 {
+    long after;
+
+    if (last_event_id(req, &after)) {
+        http_error(req, 400, "bad_request", "Last-Event-ID",
+                   "must be the number of an event of this stream (its \"id:\" line), "
+                   "from 0 to %ld", LAST_EVENT_ID_MAX);
+        return;
+    }
     if (chat_may_read_turn(srv, req, cid, who))
-        stream_open(srv, req, cid, last_event_id(req), FORMAT_KEEL, NULL, who->key_id);
+        stream_open(srv, req, cid, after, FORMAT_KEEL, NULL, who->key_id);
 }
 
 /* Open streams per key: counted up when a stream opens, down when it

@@ -19,7 +19,8 @@ test_ingest_papers_and_again() {
     expect_rc 0
     expect_out "papers: 2 added, 0 updated, 0 unchanged, 1 skipped"
     expect_out "now holds 2 papers"
-    expect_err "papers.json: record 2: skipped: title: is required"
+    # records are counted from 1, as a reader counts them
+    expect_err "papers.json: record 3: skipped: title: is required"
     run "$KEEL" ingest papers --db "$TMP/test_ingest_papers_and_again.db" "$TMP/papers.json"
     expect_rc 0
     expect_out "papers: 0 added, 0 updated, 2 unchanged, 1 skipped"
@@ -31,7 +32,10 @@ test_ingest_json_lines_names_bad_line() {
     run "$KEEL" ingest papers --db "$TMP/test_ingest_json_lines_names_bad_line.db" "$TMP/p.jsonl"
     expect_rc 0
     expect_out "papers: 2 added, 0 updated, 0 unchanged, 1 skipped"
-    expect_err "p.jsonl:3: skipped"
+    # lines are counted from 1, and the column is within that line
+    expect_err "p.jsonl: line 3: skipped: column 14: invalid token near 'oops'"
+    printf '%s' "$ERR" | grep -q "line 1 column" && fail "a line's own position was reported"
+    [ "$(printf '%s\n' "$ERR" | grep -c skipped)" = 1 ] || fail "one warning expected"
 }
 
 test_ingest_changed_record_is_updated() {
@@ -91,6 +95,32 @@ test_ingest_two_folders_do_not_collide() {
     expect_out "docs: 2 added, 0 updated"
     run "$KEEL" ingest docs --db "$TMP/two.db" "$TMP/da" "$TMP/db"
     expect_out "docs: 0 added, 0 updated, 2 unchanged"
+}
+
+# A document's source is its path below the folder given, never the
+# server's directories; its id is the folder's name and that path. So the
+# same folder moved (or checked out elsewhere) is the same corpus:
+# re-ingesting it changes nothing; folders of other names never collide.
+test_ingest_docs_source_is_below_the_folder() {
+    mkdir -p "$TMP/here/policies/sub" "$TMP/there" "$TMP/other/sub"
+    printf '# Appeals\n\nYou can appeal.\n' > "$TMP/here/policies/sub/appeal.md"
+    printf '# Other\n\nAnother corpus.\n' > "$TMP/other/sub/appeal.md"
+    db="$TMP/below.db"
+    run "$KEEL" ingest docs --db "$db" "$TMP/here/policies"
+    expect_out "docs: 1 added"
+    [ "$(sqlite3 "$db" "SELECT id || ' ' || source FROM documents")" = "policies/sub/appeal.md sub/appeal.md" ] ||
+        fail "stored: $(sqlite3 "$db" "SELECT id, source FROM documents")"
+    mv "$TMP/here/policies" "$TMP/there/"
+    run "$KEEL" ingest docs --db "$db" "$TMP/there/policies/"
+    expect_out "docs: 0 added, 0 updated, 1 unchanged"
+    run "$KEEL" ingest docs --db "$db" "$TMP/other"
+    expect_out "docs: 1 added, 0 updated, 0 unchanged"
+    [ "$(sqlite3 "$db" "SELECT group_concat(id || ' ' || source, ',') FROM (SELECT * FROM documents ORDER BY id)")" = \
+      "other/sub/appeal.md sub/appeal.md,policies/sub/appeal.md sub/appeal.md" ] ||
+        fail "stored: $(sqlite3 "$db" "SELECT id, source FROM documents")"
+    case "$(sqlite3 "$db" "SELECT source FROM documents")" in
+        *"$TMP"*) fail "a stored source names the server's directories" ;;
+    esac
 }
 
 test_ingest_same_doi_in_two_files() {
@@ -212,7 +242,7 @@ BIB
     run "$KEEL" ingest papers --db "$db" "$TMP/refs.bib"
     expect_rc 0
     expect_out "papers: 2 added, 0 updated, 0 unchanged, 1 skipped"
-    expect_err "refs.bib:9: skipped: a field name is not followed by ="
+    expect_err "refs.bib: line 9: skipped: a field name is not followed by ="
     got=$(sqlite3 "$db" "SELECT title || '|' || year || '|' || ifnull(venue, '') || '|' || authors FROM papers ORDER BY year")
     expected='The Analytical Engine — a Review|2020|Nature|["Ada Lovelace","Charles Babbage"]
 Señales|2021||["José García"]'

@@ -144,6 +144,64 @@ test_serve_errors() {
     serve_stop
 }
 
+# A message of a role keel does not take is a 400 naming the message
+# (messages[i].role) and the roles it takes, never "holds no user message"
+# or a turn run on an earlier message.
+test_serve_completions_name_a_bad_role() {
+    serve_start "$TMP/serve_roles.db"
+    post /v1/chat/completions '{"model": "scholar", "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}, {"role": "robot", "content": "beep"}]}'
+    expect_code 400
+    expect_json '.error.code' '"bad_request"'
+    expect_json '.error.field' '"messages[2].role"'
+    expect_json '.error.message | test("robot")' 'true'
+    for role in system developer user assistant; do
+        expect_json ".error.message | test(\"$role\")" 'true'
+    done
+    post /v1/chat/completions '{"model": "scholar", "messages": [{"role": "tool", "content": "{}", "tool_call_id": "x"}, {"role": "user", "content": "hi"}]}'
+    expect_code 400
+    expect_json '.error.field' '"messages[0].role"'
+    post /v1/chat/completions '{"model": "scholar", "messages": [{"content": "hi"}]}'
+    expect_code 400
+    expect_json '.error.field' '"messages[0].role"'
+    post /v1/chat/completions '{"model": "scholar", "messages": [{"role": "user", "content": "hi"}, 7]}'
+    expect_code 400
+    expect_json '.error.field' '"messages[1]"'
+    post /v1/chat/completions '{"model": "scholar", "messages": [{"role": "developer", "content": "be brief"}, {"role": "user", "content": "find papers on sleep and memory"}, {"role": "assistant", "content": "…"}]}'
+    expect_code 200
+    expect_json '.choices[0].message.role' '"assistant"'
+    serve_stop
+}
+
+# A document's source is its path below the ingested folder: the
+# server's directories show neither in a turn's sources nor through a
+# share link, the conversation or its doc extract (the payer pack's sample
+# corpus is ingested on first run).
+test_serve_sources_show_no_server_path() {
+    real=$(cd "$root" && pwd -P)
+    serve_start "$TMP/serve_paths.db"
+    post '/v1/chat?wait=1' '{"message": "what are the deadlines for a Sunshine Health appeal according to the handbook", "pack": "payer"}'
+    expect_code 200
+    expect_json '.artifact.type' '"doc_extract"'
+    expect_json '(.sources | length) > 0' 'true'
+    expect_json '[.sources[] | .source | type == "string" and (startswith("/") | not)] | all' 'true'
+    expect_json '[.sources[] | .source == (.document_id | ltrimstr("corpus/"))] | all' 'true'
+    conv=$(printf '%s' "$OUT" | jq -r .conversation_id)
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    art=$(printf '%s' "$OUT" | jq -r .artifact.id)
+    post "/v1/conversations/$conv/share" '{}'
+    expect_code 201
+    link=$(printf '%s' "$OUT" | jq -r .url)
+    for p in "/v1/responses/$cid" "/v1/conversations/$conv" "$link" "$link/artifacts/$art" \
+             /v1/facts; do
+        get "$p"
+        expect_code 200
+        case "$OUT" in *"$real/"* | *"$root/"*) fail "$p shows a server path" ;; esac
+    done
+    get "$link/artifacts/$art"
+    expect_json '[.. | objects | .source? | strings] | length > 0' 'true'
+    serve_stop
+}
+
 test_serve_replays_a_stream_after_restart() {
     serve_start "$TMP/serve4.db"
     post '/v1/chat?wait=1' '{"message": "find papers on graph neural networks"}'
@@ -159,6 +217,33 @@ test_serve_replays_a_stream_after_restart() {
     curl -s -N --max-time 20 -H "Last-Event-ID: $((n - 2))" "$URL/v1/stream/$cid" > "$TMP/resumed.txt"
     [ "$(grep '^id: ' "$TMP/resumed.txt" | cut -c5- | tr '\n' ' ')" = "$((n - 1)) $n " ] ||
         fail "resumed: $(grep '^id: ' "$TMP/resumed.txt" | tr '\n' ' ')"
+    serve_stop
+}
+
+# Last-Event-ID is one of the stream's own `id:` numbers: anything else
+# (keel never sent it) is a 400 naming the header, not a silent replay of
+# the whole stream; an empty value is no id at all, as in EventSource.
+test_serve_refuses_a_bad_last_event_id() {
+    serve_start "$TMP/serve_leid.db"
+    post '/v1/chat?wait=1' '{"message": "find papers on graph neural networks"}'
+    expect_code 200
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    for bad in abc -1 12x +3 ' 4 5' 1.5 99999999999999999999 2147483648; do
+        OUT=$(curl -s --max-time 20 -w '\n%{http_code}' -H "Last-Event-ID: $bad" "$URL/v1/stream/$cid")
+        CODE=$(printf '%s' "$OUT" | tail -n 1)
+        OUT=$(printf '%s' "$OUT" | sed '$d')
+        expect_code 400
+        expect_json '.error.code' '"bad_request"'
+        expect_json '.error.field' '"Last-Event-ID"'
+    done
+    curl -s -N --max-time 20 "$URL/v1/stream/$cid" > "$TMP/all.txt"
+    n=$(grep -c '^id: ' "$TMP/all.txt")
+    for header in 'Last-Event-ID: 0' 'Last-Event-ID;'; do   # "X;" is curl's empty header
+        curl -s -N --max-time 20 -H "$header" "$URL/v1/stream/$cid" > "$TMP/again.txt"
+        cmp -s "$TMP/all.txt" "$TMP/again.txt" || fail "$header is not the whole stream"
+    done
+    curl -s -N --max-time 20 -H "Last-Event-ID: $n" "$URL/v1/stream/$cid" > "$TMP/none.txt"
+    [ ! -s "$TMP/none.txt" ] || fail "after the last event: $(head -c 200 "$TMP/none.txt")"
     serve_stop
 }
 

@@ -63,6 +63,7 @@ Suite *suite_yaml(void);
 Suite *suite_pack(void);
 Suite *suite_lexicon(void);
 Suite *suite_policy(void);
+Suite *suite_policy_refine(void);
 Suite *suite_replay(void);
 Suite *suite_store(void);
 Suite *suite_store_conv(void);
