@@ -331,3 +331,8 @@ int keel_json_write_compact(struct keel_buf *buf, const json_t *value)
 {
     return keel_json_write(buf, value, JSON_COMPACT | JSON_SORT_KEYS);
 }
+
+int keel_json_write_string(struct keel_buf *buf, const char *s, size_t n)
+{
+    return write_string(buf, s, n);   /* it writes nothing when it fails */
+}

@@ -25,4 +25,9 @@ int keel_json_write_compact(struct keel_buf *buf, const json_t *value);
  * JSON_ENCODE_ANY. */
 int keel_json_write(struct keel_buf *buf, const json_t *value, size_t flags);
 
+/* Appends the `n` bytes of `s` as a JSON string, as jansson writes one.
+ * KEEL_EINVAL when `s` is not UTF-8 (jansson refuses it), KEEL_ENOMEM /
+ * KEEL_ETOOBIG from the buffer; on failure `buf` is as it was. */
+int keel_json_write_string(struct keel_buf *buf, const char *s, size_t n);
+
 #endif

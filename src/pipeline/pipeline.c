@@ -15,6 +15,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/json_write.h"
 #include "core/log.h"
 #include "ingest/ingest.h"
 #include "pipeline/turn.h"
@@ -331,6 +332,41 @@ static int kind_index(const char *kind)
     return 4;
 }
 
+/* Appends an emitted event's text to t->events_text: the keys in sorted
+ * order with the same values as the event object, as keel_json_append
+ * writes the events array. The event was made, so every text is UTF-8. */
+static int event_text(struct turn *t, const char *kind, const char *user, const char *message,
+                      const json_t *extra, const char *ts)
+{
+    struct keel_buf *b = &t->events_text;
+    size_t before = b->len;
+    char seq[24];
+    int rc;
+
+    snprintf(seq, sizeof(seq), "%d", t->event_seq);
+    rc = keel_buf_adds(b, before ? ",{\"correlation_id\":" : "[{\"correlation_id\":");
+    rc = rc ? rc : keel_json_write_string(b, t->correlation_id, strlen(t->correlation_id));
+    rc = rc ? rc : keel_buf_adds(b, ",\"extra\":");
+    rc = rc ? rc : keel_json_write(b, extra, JSON_COMPACT | JSON_SORT_KEYS);
+    rc = rc ? rc : keel_buf_adds(b, ",\"kind\":");
+    rc = rc ? rc : keel_json_write_string(b, kind, strlen(kind));
+    rc = rc ? rc : keel_buf_adds(b, user ? ",\"level\":\"both\",\"message\":"
+                                         : ",\"level\":\"technical\",\"message\":");
+    rc = rc ? rc : keel_json_write_string(b, message, strlen(message));
+    rc = rc ? rc : keel_buf_adds(b, ",\"seq\":");
+    rc = rc ? rc : keel_buf_adds(b, seq);
+    rc = rc ? rc : keel_buf_adds(b, ",\"stage\":");
+    rc = rc ? rc : keel_json_write_string(b, t->stage_name, strlen(t->stage_name));
+    rc = rc ? rc : keel_buf_adds(b, ",\"ts\":");
+    rc = rc ? rc : keel_json_write_string(b, ts, strlen(ts));
+    rc = rc ? rc : keel_buf_adds(b, ",\"user_message\":");
+    rc = rc ? rc : user ? keel_json_write_string(b, user, strlen(user)) : keel_buf_adds(b, "null");
+    rc = rc ? rc : keel_buf_addc(b, '}');
+    if (rc)
+        keel_buf_truncate(b, before);
+    return rc;
+}
+
 int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
               const char *fmt, ...)
 {
@@ -388,6 +424,9 @@ int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
     }
     if (json_array_append_new(t->events, event))
         return KEEL_ENOMEM;
+    if (!t->events_text_failed &&
+        event_text(t, kind, user, message, json_object_get(event, "extra"), ts))
+        t->events_text_failed = 1;
     if (t->req->on_event)
         t->req->on_event(t->req->event_ctx, event);
     if (t->pl->trace)
@@ -450,6 +489,7 @@ static void turn_release(struct turn *t)
     state_release(&t->state);
     json_decref(t->deltas);
     json_decref(t->events);
+    keel_buf_release(&t->events_text);
     json_decref(t->shared.correlation_id);
     json_decref(t->shared.ts);
     json_decref(t->shared.stage);
@@ -537,6 +577,7 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
 
     memset(&t, 0, sizeof(t));
     keel_buf_init(&t.answer, ANSWER_MAX);
+    keel_buf_init(&t.events_text, STORE_TEXT_MAX * 4);   /* publish's cap on a text */
     t.pl = pl;
     t.req = req;
     if ((rc = check_request(pl, req, &t.role, err)))

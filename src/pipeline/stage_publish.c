@@ -134,7 +134,11 @@ int stage_publish(struct turn *t, struct keel_error *err)
         goto out;
     texts[0] = dump(state);
     texts[1] = dump(t->deltas);
-    texts[2] = dump(t->events);
+    /* the events as turn_emit wrote them down; else written now */
+    if (!t->events_text_failed && t->events_text.len && !keel_buf_addc(&t->events_text, ']'))
+        texts[2] = keel_buf_detach(&t->events_text, NULL);
+    else
+        texts[2] = dump(t->events);
     texts[3] = dump(t->sources);
     texts[4] = dump(json_object_get(decision, "reasons"));
     texts[5] = dump(decision);

@@ -78,6 +78,11 @@ struct turn {
         json_t *correlation_id, *ts, *stage, *no_extra, *kind[5], *level[2];
         const char *stage_name;        /* whose name .stage holds */
     } shared;
+    /* The events as publish stores them: "[" and each event's text as
+     * the events' dump would write it, added by turn_emit, so publish
+     * writes no event twice. events_text_failed: use the dump instead. */
+    struct keel_buf events_text;
+    int events_text_failed;
 
     /* classify */
     enum turn_kind kind;

@@ -47,6 +47,7 @@
 #include "pipeline/tools.h"
 #include "pipeline/turn.h"
 #include "store/store.h"
+#include "store/store_events_text.h"
 #include "unit.h"
 
 #define T0 INT64_C(1770465600000)   /* 2026-02-07T12:00:00Z */
@@ -1080,6 +1081,63 @@ static void assert_events(const json_t *result)
     ck_assert_str_eq(str(e, "kind"), "end");
 }
 
+/* publish stores the events as turn_emit wrote them down, one by one:
+ * byte for byte the text of the events the turn returned (compacted as
+ * the SQLite backend stores them), on both packs, with clarifications,
+ * slot answers, searches, refinements, smalltalk and escapes. */
+static char fault_dir[64];   /* the turns TCase's SQLite folder (fault_backend_sqlite) */
+static char stored_text[1 << 16], expected_text[1 << 16];
+
+START_TEST(test_turn_stored_events_are_the_results)
+{
+    static const struct { const char *pack, *messages[4]; } runs[] = {
+        {"scholar", {"find recent papers on graph neural networks since 2020",
+                     "only open access ones", "hello there", "what is \"attention\"?\ttabs"}},
+        {"payer", {"how do I file an appeal", "Sunshine", "how do I check eligibility",
+                   "as a provider in Florida"}},
+    };
+
+    for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+        struct chat c;
+        struct store *store = NULL;
+        struct keel_error err;
+        char id[128] = "", path[sizeof(fault_dir) + 64], sql[256];
+        snprintf(path, sizeof(path), "%s/events-%ld-%zu.db", fault_dir, (long)getpid(), r);
+        ck_assert_int_eq(store_open(path, &store, &err), KEEL_OK);
+        chat_open_on(&c, store, runs[r].pack);
+        for (int m = 0; m < 4; m++) {
+            json_t *out = turn_ok(&c, *id ? id : NULL, runs[r].messages[m]);
+            char *dumped = keel_json_dumps(json_object_get(out, "events"),
+                                           JSON_COMPACT | JSON_SORT_KEYS), *compact = NULL;
+            size_t len = 0;
+            snprintf(id, sizeof(id), "%s", str(out, "conversation_id"));
+            assert_events(out);
+            ck_assert_ptr_nonnull(dumped);
+            ck_assert_int_eq(store_events_compact(dumped, strlen(dumped),
+                                                  str(out, "correlation_id"), &compact, &len),
+                             KEEL_OK);
+            ck_assert_uint_lt(len, sizeof(expected_text));
+            snprintf(expected_text, sizeof(expected_text), "%s", compact);
+            snprintf(sql, sizeof(sql),
+                     "SELECT events FROM turns WHERE correlation_id = '%s' AND events_compact = 1",
+                     str(out, "correlation_id"));
+            unit_sql_text(path, sql, stored_text, sizeof(stored_text));
+            size_t at = 0;
+            while (stored_text[at] && stored_text[at] == expected_text[at])
+                at++;
+            ck_assert_msg(stored_text[at] == expected_text[at],
+                          "%s turn %d: stored \"%.60s\", expected \"%.60s\" at byte %zu",
+                          runs[r].pack, m + 1, stored_text + at, expected_text + at, at);
+            keel_free(dumped);
+            keel_free(compact);
+            json_decref(out);
+        }
+        chat_close(&c);
+        unlink(path);
+    }
+}
+END_TEST
+
 START_TEST(test_turn_clarify_then_fill)
 {
     struct chat c;
@@ -1660,6 +1718,7 @@ Suite *suite_pipeline(void)
     unit_leak_fixture(turns);
     tcase_set_timeout(turns, 30);
     tcase_add_test(turns, test_turn_clarify_then_fill);
+    tcase_add_test(turns, test_turn_stored_events_are_the_results);
     tcase_add_test(turns, test_turn_payer_change);
     tcase_add_test(turns, test_turn_bad_input_changes_nothing);
     tcase_add_test(turns, test_turn_other_pack_rejected);
