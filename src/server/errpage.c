@@ -157,7 +157,7 @@ static void page_replace(struct evbuffer *out, const char *head, size_t head_len
         code = "too_large";
         field = "body";
         snprintf(message, sizeof(message),
-                 "the body is larger than %zu bytes (or its chunked encoding is malformed)",
+                 "the body is larger than %zu bytes, or its chunked encoding is malformed",
                  ep.body_max);
     } else if (status == 400 && ep.page_taken + ep.page_waiting > ep.headers_max) {
         status = 431;
@@ -170,10 +170,10 @@ static void page_replace(struct evbuffer *out, const char *head, size_t head_len
         code = "bad_request";
         field = "headers";
         snprintf(message, sizeof(message),
-                 "the request line or a header is malformed (or the body's length is)");
+                 "the request line or a header (Content-Length included) is malformed");
     } else {   /* 417, 501, or evhttp_send_error called by keel itself */
         code = status >= 500 ? "internal" : "bad_request";
-        snprintf(message, sizeof(message), "%s", reason);
+        snprintf(message, sizeof(message), "%s", *reason ? reason : "the request was refused");
     }
     body = json_pack("{s:{s:s, s:s, s:s?}}", "error", "code", code, "message", message, "field",
                      field);
@@ -183,9 +183,13 @@ static void page_replace(struct evbuffer *out, const char *head, size_t head_len
         return;   /* no memory: evhttp's own page goes out */
     head_line(head, head_len, "Date: ", date, sizeof(date));
     ep.rewriting = 1;
-    evbuffer_unfreeze(out, 1);   /* as the bufferevent's own writes do */
-    evbuffer_drain(out, evbuffer_get_length(out));
-    evbuffer_freeze(out, 1);
+    if (evbuffer_drain(out, evbuffer_get_length(out))) {
+        /* a socket bufferevent keeps its output's start frozen between
+         * writes and thaws it only to write, as here */
+        evbuffer_unfreeze(out, 1);
+        evbuffer_drain(out, evbuffer_get_length(out));
+        evbuffer_freeze(out, 1);
+    }
     evbuffer_add_printf(out,
                         "%s %d %s\r\nContent-Type: application/json\r\nConnection: close\r\n"
                         "%sContent-Length: %zu\r\n\r\n%s\n",
@@ -200,11 +204,11 @@ static void page_replace(struct evbuffer *out, const char *head, size_t head_len
  * bufferevent keeps its output's start frozen between writes. */
 static size_t head_copy(struct evbuffer *out, char *head, size_t n)
 {
-    struct evbuffer_iovec vec[4];
-    int k = evbuffer_peek(out, (ev_ssize_t)n, NULL, vec, 4);
+    struct evbuffer_iovec vec[8];
+    int k = evbuffer_peek(out, (ev_ssize_t)n, NULL, vec, 8);
     size_t got = 0;
 
-    for (int i = 0; i < k && i < 4 && got < n; i++) {
+    for (int i = 0; i < k && i < 8 && got < n; i++) {
         size_t take = vec[i].iov_len < n - got ? vec[i].iov_len : n - got;
         memcpy(head + got, vec[i].iov_base, take);
         got += take;
