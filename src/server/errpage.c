@@ -39,8 +39,6 @@
 #include "core/log.h"
 #include "server/server_int.h"
 
-#define HEAD_MAX 512   /* evhttp's page has a status line and four short headers */
-
 static const char page_headers[] = "Content-Type: text/html\r\nConnection: close\r\n";
 
 static struct {
@@ -95,11 +93,8 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
         ep.taken[fd] += info->n_deleted;
 }
 
-/* The HTTP version, status and head length of the response at the start
- * of `head` (n bytes) when it is evhttp's page; 0 while more is needed,
- * -1 when it is not the page. *body_len: its Content-Length. */
-static int page_parse(const char *head, size_t n, char version[9], int *status, size_t *head_len,
-                      size_t *body_len)
+int errpage_parse(const char *head, size_t n, char version[9], int *status, size_t *head_len,
+                  size_t *body_len)
 {
     const char *eol = memmem(head, n, "\r\n", 2), *end, *cl;
     size_t after, want = sizeof(page_headers) - 1;
@@ -107,12 +102,12 @@ static int page_parse(const char *head, size_t n, char version[9], int *status, 
     long value;
 
     if (!eol)
-        return n >= HEAD_MAX - 1 ? -1 : 0;
+        return n >= ERRPAGE_HEAD_MAX - 1 ? -1 : 0;
     after = n - (size_t)(eol + 2 - head);
     if (memcmp(eol + 2, page_headers, after < want ? after : want))
         return -1;
     if (!(end = memmem(head, n, "\r\n\r\n", 4)))
-        return n >= HEAD_MAX - 1 ? -1 : 0;
+        return n >= ERRPAGE_HEAD_MAX - 1 ? -1 : 0;
     if (eol - head < 12 || memcmp(head, "HTTP/1.", 7) || head[8] != ' ')
         return -1;
     value = strtol(head + 9, &stop, 10);
@@ -219,7 +214,7 @@ static size_t head_copy(struct evbuffer *out, char *head, size_t n)
 static void on_output(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
 {
     struct bufferevent *bev = arg;
-    char head[HEAD_MAX], version[9];
+    char head[ERRPAGE_HEAD_MAX], version[9];
     size_t n, head_len = 0, body_len = 0;
     int status = 0, rc;
 
@@ -238,7 +233,7 @@ static void on_output(struct evbuffer *out, const struct evbuffer_cb_info *info,
     if (ep.page != out)
         return;
     n = head_copy(out, head, sizeof(head) - 1);
-    rc = page_parse(head, n, version, &status, &head_len, &body_len);
+    rc = errpage_parse(head, n, version, &status, &head_len, &body_len);
     if (rc < 0)
         ep.page = NULL;
     if (rc <= 0 || evbuffer_get_length(out) < head_len + body_len)

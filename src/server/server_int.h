@@ -152,6 +152,17 @@ void errpage_release(void);
  * as keel's JSON errors; NULL lets evhttp make a plain one. */
 struct bufferevent *errpage_bufferevent(struct event_base *base, void *arg);
 
+#define ERRPAGE_HEAD_MAX 512   /* evhttp's page: a status line and four short headers */
+
+/* Reads the first n bytes of a response (n < ERRPAGE_HEAD_MAX; more may
+ * follow): 1 when they open evhttp's own error page (its status line,
+ * then "Content-Type: text/html" and "Connection: close"), with its HTTP
+ * version ("HTTP/1.1"), status, head length (through the blank line) and
+ * Content-Length; 0 while a longer prefix could still be one; -1 when no
+ * longer prefix can be. */
+int errpage_parse(const char *head, size_t n, char version[9], int *status, size_t *head_len,
+                  size_t *body_len);
+
 /* ---- routes ------------------------------------------------------------ */
 
 void route_request(struct evhttp_request *req, void *arg);   /* the dispatcher (routes.c) */
