@@ -30,6 +30,7 @@
  */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,8 +75,11 @@ static int slot_reserve(int fd)
     if (fd < ep.n_taken)
         return 0;
     n = ep.n_taken ? ep.n_taken : 1024;
-    while (n <= fd)
+    while (n <= fd) {
+        if (n > INT_MAX / 2)
+            return -1;
         n *= 2;
+    }
     if (!(grown = keel_realloc(ep.taken, (size_t)n * sizeof(*grown))))
         return -1;
     memset(grown + ep.n_taken, 0, (size_t)(n - ep.n_taken) * sizeof(*grown));
