@@ -179,6 +179,7 @@ static void server_release(struct server *srv)
         event_free(srv->drain);
     if (srv->base)
         event_base_free(srv->base);
+    errpage_release();   /* after the connections and their callbacks are gone */
     queue_free(srv->queue);
     bus_free(srv->bus);
     json_decref(srv->buckets);
@@ -257,8 +258,11 @@ int server_run(const struct server_options *options, struct keel_error *err)
         keel_error_set(err, KEEL_ENOMEM, "server", "out of memory");
         goto out;
     }
-    evhttp_set_max_body_size(srv.http, 1024 * 1024);      /* evhttp's own hard cap */
-    evhttp_set_max_headers_size(srv.http, 16 * 1024);
+    /* evhttp's own caps; what it refuses goes out as keel's JSON error (errpage.c) */
+    evhttp_set_max_body_size(srv.http, SERVER_EVHTTP_BODY_MAX);
+    evhttp_set_max_headers_size(srv.http, SERVER_HEADERS_MAX);
+    errpage_init(SERVER_HEADERS_MAX, SERVER_EVHTTP_BODY_MAX);
+    evhttp_set_bevcb(srv.http, errpage_bufferevent, NULL);
     evhttp_set_timeout(srv.http, 60);
     /* Every method reaches the dispatcher, which answers 405 in JSON. */
     evhttp_set_allowed_methods(srv.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |

@@ -18,6 +18,8 @@
 #include "store/store.h"
 
 #define SERVER_BODY_MAX     (64 * 1024)    /* a request body */
+#define SERVER_EVHTTP_BODY_MAX    (1024 * 1024)   /* evhttp's own cap on a body (errpage.c) */
+#define SERVER_HEADERS_MAX  (16 * 1024)    /* the request line and headers */
 #define SERVER_PACKS_MAX    16
 #define SERVER_STREAMS_MAX  10000          /* open SSE streams in all */
 #define SERVER_QUEUE_MAX    1024           /* turns waiting for a worker */
@@ -139,6 +141,29 @@ const char *http_query(struct evhttp_request *req, const char *name, char *buf, 
 
 /* Logs one request line (method, path, status, ms, correlation id). */
 void http_log(struct evhttp_request *req, int status, const char *correlation_id);
+
+/* ---- errpage.c --------------------------------------------------------- */
+
+/* Sets the caps the errors name (evhttp's, as set on the server) and
+ * forgets earlier state; errpage_release frees it. */
+void errpage_init(size_t headers_max, size_t body_max);
+void errpage_release(void);
+
+/* evhttp's bufferevent callback (evhttp_set_bevcb): a socket bufferevent
+ * whose buffers are watched so that evhttp's own HTML error pages go out
+ * as keel's JSON errors; NULL lets evhttp make a plain one. */
+struct bufferevent *errpage_bufferevent(struct event_base *base, void *arg);
+
+#define ERRPAGE_HEAD_MAX 512   /* evhttp's page: a status line and four short headers */
+
+/* Reads the first n bytes of a response (n < ERRPAGE_HEAD_MAX; more may
+ * follow): 1 when they open evhttp's own error page (its status line,
+ * then "Content-Type: text/html" and "Connection: close"), with its HTTP
+ * version ("HTTP/1.1"), status, head length (through the blank line) and
+ * Content-Length; 0 while a longer prefix could still be one; -1 when no
+ * longer prefix can be. */
+int errpage_parse(const char *head, size_t n, char version[9], int *status, size_t *head_len,
+                  size_t *body_len);
 
 /* ---- routes ------------------------------------------------------------ */
 

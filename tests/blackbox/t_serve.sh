@@ -202,6 +202,55 @@ test_serve_sources_show_no_server_path() {
     serve_stop
 }
 
+# refused STATUS CODE FIELD CURL-ARGS…: curl's request gets keel's JSON
+# error with that status, code and field, and the connection is closed.
+refused() {
+    status=$1 code=$2 field=$3
+    shift 3
+    got=$(curl -s -D "$TMP/refused.h" -o "$TMP/refused.b" -w '%{http_code}' "$@") || true
+    [ "$got" = "$status" ] || fail "expected HTTP $status, got $got: $(head -c 300 "$TMP/refused.b")"
+    grep -qi '^Content-Type: application/json' "$TMP/refused.h" ||
+        fail "HTTP $status is not JSON: $(cat "$TMP/refused.h") $(head -c 200 "$TMP/refused.b")"
+    grep -qi '^Connection: close' "$TMP/refused.h" || fail "HTTP $status keeps the connection"
+    jq -e --arg c "$code" --arg f "$field" '.error.code == $c and .error.field == $f and
+        (.error.message | length > 0)' "$TMP/refused.b" > /dev/null ||
+        fail "HTTP $status: $(cat "$TMP/refused.b")"
+}
+
+# What evhttp refuses itself (a body over 1 MiB, a request line and
+# headers over 16 KiB, a malformed header) is keel's JSON error, not
+# evhttp's HTML page, and the server goes on serving.
+test_serve_evhttp_caps_answer_json() {
+    serve_start "$TMP/caps.db"
+    head -c 1100000 /dev/zero | tr '\0' 'a' > "$TMP/big.body"
+    refused 413 too_large body -X POST -H "$J" --data-binary "@$TMP/big.body" "$URL/v1/chat"
+    # chunked, sent as it is read: the body grows past the cap chunk by chunk
+    head -c 1300000 /dev/zero | tr '\0' 'a' |
+        refused 413 too_large body -X POST -H "$J" -H 'Transfer-Encoding: chunked' \
+            --data-binary @- "$URL/v1/chat"
+    line=$(head -c 60 /dev/zero | tr '\0' 'h')
+    set --
+    i=0
+    while [ "$i" -lt 300 ]; do
+        set -- "$@" -H "X-Header-$i: $line"
+        i=$((i + 1))
+    done
+    refused 431 too_large headers "$@" "$URL/healthz"
+    big=$(head -c 20000 /dev/zero | tr '\0' 'h')
+    refused 431 too_large headers -H "X-Big: $big" "$URL/healthz"
+    refused 431 too_large headers "$URL/healthz?x=$big"
+    refused 400 bad_request headers -X POST -H 'Content-Length: many' "$URL/v1/chat"
+    # keel's own cap still answers below evhttp's, on a connection kept open
+    head -c 70000 /dev/zero | tr '\0' 'a' > "$TMP/mid.body"
+    got=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "$J" --data-binary "@$TMP/mid.body" \
+        "$URL/v1/chat" -: -o "$TMP/after.json" -w '%{http_code}' "$URL/healthz")
+    [ "$got" = "413200" ] || fail "keel's cap, then /healthz on the same connection: $got"
+    get /healthz
+    expect_code 200
+    expect_json '.status' '"ok"'
+    serve_stop
+}
+
 test_serve_replays_a_stream_after_restart() {
     serve_start "$TMP/serve4.db"
     post '/v1/chat?wait=1' '{"message": "find papers on graph neural networks"}'
