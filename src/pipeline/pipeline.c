@@ -332,35 +332,79 @@ static int kind_index(const char *kind)
     return 4;
 }
 
+/* `text` as a JSON string into out[n] (after `before` and before
+ * `after`); nonzero when it does not fit or is not UTF-8. */
+static int json_piece(char *out, size_t n, const char *before, const char *text, const char *after)
+{
+    struct keel_buf b;
+    int rc;
+
+    keel_buf_init(&b, n - 1);
+    rc = keel_buf_adds(&b, before);
+    rc = rc ? rc : keel_json_write_string(&b, text, strlen(text));
+    rc = rc ? rc : keel_buf_adds(&b, after);
+    if (!rc)
+        memcpy(out, b.data, b.len + 1);
+    keel_buf_release(&b);
+    return rc;
+}
+
 /* Appends an emitted event's text to t->events_text: the keys in sorted
  * order with the same values as the event object, as keel_json_append
- * writes the events array. The event was made, so every text is UTF-8. */
-static int event_text(struct turn *t, const char *kind, const char *user, const char *message,
-                      const json_t *extra, const char *ts)
+ * writes the events array. The parts every event of the turn (or of the
+ * stage) repeats are made once (t->event_parts). The event was made, so
+ * every text is UTF-8. */
+static int event_text(struct turn *t, int kind, const char *kind_name, const char *user,
+                      const char *message, const json_t *extra, const char *ts)
 {
+    static const char *const kinds[4][2] = {
+        {",\"kind\":\"start\",\"level\":\"technical\",\"message\":",
+         ",\"kind\":\"start\",\"level\":\"both\",\"message\":"},
+        {",\"kind\":\"end\",\"level\":\"technical\",\"message\":",
+         ",\"kind\":\"end\",\"level\":\"both\",\"message\":"},
+        {",\"kind\":\"info\",\"level\":\"technical\",\"message\":",
+         ",\"kind\":\"info\",\"level\":\"both\",\"message\":"},
+        {",\"kind\":\"token\",\"level\":\"technical\",\"message\":",
+         ",\"kind\":\"token\",\"level\":\"both\",\"message\":"},
+    };
     struct keel_buf *b = &t->events_text;
     size_t before = b->len;
     char seq[24];
-    int rc;
+    size_t n = sizeof(seq);
+    int rc = KEEL_OK;
 
-    snprintf(seq, sizeof(seq), "%d", t->event_seq);
-    rc = keel_buf_adds(b, before ? ",{\"correlation_id\":" : "[{\"correlation_id\":");
-    rc = rc ? rc : keel_json_write_string(b, t->correlation_id, strlen(t->correlation_id));
-    rc = rc ? rc : keel_buf_adds(b, ",\"extra\":");
-    rc = rc ? rc : keel_json_write(b, extra, JSON_COMPACT | JSON_SORT_KEYS);
-    rc = rc ? rc : keel_buf_adds(b, ",\"kind\":");
-    rc = rc ? rc : keel_json_write_string(b, kind, strlen(kind));
-    rc = rc ? rc : keel_buf_adds(b, user ? ",\"level\":\"both\",\"message\":"
-                                         : ",\"level\":\"technical\",\"message\":");
+    if (!t->event_parts.head[0])
+        rc = json_piece(t->event_parts.head, sizeof(t->event_parts.head), "{\"correlation_id\":",
+                        t->correlation_id, ",\"extra\":");
+    if (!rc && t->event_parts.tail_stage != t->stage_name) {
+        char stage[CONFIG_STAGE_MAX + 16];
+        t->event_parts.tail_stage = NULL;
+        rc = json_piece(stage, sizeof(stage), ",\"stage\":", t->stage_name, ",\"ts\":");
+        rc = rc ? rc : json_piece(t->event_parts.tail, sizeof(t->event_parts.tail), stage, ts,
+                                  ",\"user_message\":");
+        if (!rc)
+            t->event_parts.tail_stage = t->stage_name;
+    }
+    for (unsigned v = (unsigned)t->event_seq; n == sizeof(seq) || v; v /= 10)
+        seq[--n] = (char)('0' + v % 10);
+    rc = rc ? rc : keel_buf_addc(b, before ? ',' : '[');
+    rc = rc ? rc : keel_buf_adds(b, t->event_parts.head);
+    rc = rc ? rc : json_is_object(extra) && !json_object_size(extra)
+                       ? keel_buf_add(b, "{}", 2)
+                       : keel_json_write(b, extra, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!rc && kind < 4) {
+        rc = keel_buf_adds(b, kinds[kind][user != NULL]);
+    } else if (!rc) {
+        rc = keel_buf_adds(b, ",\"kind\":");
+        rc = rc ? rc : keel_json_write_string(b, kind_name, strlen(kind_name));
+        rc = rc ? rc : keel_buf_adds(b, user ? ",\"level\":\"both\",\"message\":"
+                                             : ",\"level\":\"technical\",\"message\":");
+    }
     rc = rc ? rc : keel_json_write_string(b, message, strlen(message));
-    rc = rc ? rc : keel_buf_adds(b, ",\"seq\":");
-    rc = rc ? rc : keel_buf_adds(b, seq);
-    rc = rc ? rc : keel_buf_adds(b, ",\"stage\":");
-    rc = rc ? rc : keel_json_write_string(b, t->stage_name, strlen(t->stage_name));
-    rc = rc ? rc : keel_buf_adds(b, ",\"ts\":");
-    rc = rc ? rc : keel_json_write_string(b, ts, strlen(ts));
-    rc = rc ? rc : keel_buf_adds(b, ",\"user_message\":");
-    rc = rc ? rc : user ? keel_json_write_string(b, user, strlen(user)) : keel_buf_adds(b, "null");
+    rc = rc ? rc : keel_buf_add(b, ",\"seq\":", 7);
+    rc = rc ? rc : keel_buf_add(b, seq + n, sizeof(seq) - n);
+    rc = rc ? rc : keel_buf_adds(b, t->event_parts.tail);
+    rc = rc ? rc : user ? keel_json_write_string(b, user, strlen(user)) : keel_buf_add(b, "null", 4);
     rc = rc ? rc : keel_buf_addc(b, '}');
     if (rc)
         keel_buf_truncate(b, before);
@@ -424,8 +468,8 @@ int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
     }
     if (json_array_append_new(t->events, event))
         return KEEL_ENOMEM;
-    if (!t->events_text_failed &&
-        event_text(t, kind, user, message, json_object_get(event, "extra"), ts))
+    if (!t->events_text_failed && event_text(t, kind_index(kind), kind, user, message,
+                                             json_object_get(event, "extra"), ts))
         t->events_text_failed = 1;
     if (t->req->on_event)
         t->req->on_event(t->req->event_ctx, event);

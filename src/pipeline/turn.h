@@ -83,6 +83,11 @@ struct turn {
      * writes no event twice. events_text_failed: use the dump instead. */
     struct keel_buf events_text;
     int events_text_failed;
+    struct {   /* the parts of an event's text the turn's events share */
+        char head[KEEL_ID_MAX + 48];       /* {"correlation_id":"…","extra": */
+        char tail[CONFIG_STAGE_MAX + 96];  /* ,"stage":"…","ts":"…","user_message": */
+        const char *tail_stage;            /* the stage `tail` names */
+    } event_parts;
 
     /* classify */
     enum turn_kind kind;
