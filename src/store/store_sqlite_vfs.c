@@ -95,17 +95,14 @@
 #define WAL_HDR 32
 #define FRAME_HDR 24
 
-enum file_kind { FILE_MAIN, FILE_WAL };
-
 struct vfs_file {
     sqlite3_file base;           /* first: SQLite's view */
-    enum file_kind kind;
     sqlite3_file *real;          /* the unix VFS's file, right after this struct */
-    /* FILE_MAIN */
+    /* a main database file */
     const char *name;            /* the sqlite3_filename SQLite opened it with */
     struct vfs_file *wal;        /* its connection's WAL file, NULL: none open */
     struct vfs_file *next, *prev;   /* the list of open main files */
-    /* FILE_WAL */
+    /* a WAL file */
     struct vfs_file *main;       /* NULL: not linked, writes go through */
     unsigned char *buf;
     size_t cap;                  /* allocated */
@@ -127,9 +124,6 @@ static int fail_flushes;   /* tests: this many flushes fail */
 
 static pthread_mutex_t mains_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vfs_file *mains;
-
-static const sqlite3_io_methods main_methods;
-static const sqlite3_io_methods wal_methods;
 
 #define REAL(f) (((struct vfs_file *)(f))->real)
 #define RM(f) (REAL(f)->pMethods)
@@ -226,7 +220,7 @@ static int wal_write(sqlite3_file *file, const void *data, int amt, sqlite3_int6
 {
     struct vfs_file *w = (struct vfs_file *)file;
     const unsigned char *bytes = data;
-    sqlite3_int64 end = off + amt, frame = w->page_size + FRAME_HDR;
+    sqlite3_int64 end = off + amt, frame;
     int header, commit, rewrite, rc;
 
     if (!w->main)
@@ -527,7 +521,6 @@ static int vfs_open(sqlite3_vfs *self, sqlite3_filename name, sqlite3_file *file
         return real_vfs->xOpen(real_vfs, name, file, flags, out_flags);
     }
     if (flags & SQLITE_OPEN_MAIN_DB) {
-        f->kind = FILE_MAIN;
         f->name = name;
         pthread_mutex_lock(&mains_lock);
         f->next = mains;
@@ -538,7 +531,6 @@ static int vfs_open(sqlite3_vfs *self, sqlite3_filename name, sqlite3_file *file
         file->pMethods = &main_methods;
         return SQLITE_OK;
     }
-    f->kind = FILE_WAL;
     wal_reset(f);
     /* Without powersafe overwrite SQLite pads commits to a sector and
      * splits writes around an xSync: leave such a file unbuffered. */
