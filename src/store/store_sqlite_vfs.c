@@ -69,7 +69,10 @@
  * flush would be cut short; a bigger transaction is written in several
  * flushes. It is allocated with keel_malloc; when it cannot grow, writes
  * go straight through. In exclusive locking mode without shared memory SQLite
- * calls no xShmLock; the commit rule still holds there.
+ * calls no xShmLock: the commit rule still holds there, frames of a
+ * rolled-back transaction are written before this connection's next
+ * write (no other connection writes that WAL), and a failed flush fails
+ * every later write until the file closes.
  *
  * Threads. A sqlite3_file belongs to one connection (keel's are NOMUTEX and
  * used by one thread at a time); a WAL file and its database file are the
