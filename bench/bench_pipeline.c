@@ -41,6 +41,10 @@
  * percentiles of all their turns, and "threads" in the line says how
  * many. BENCH_THREADS=N (1 to 8) sets the threads of every variant.
  *
+ * BENCH_COALESCE=0 opens the stores with SQLite's own VFS instead of
+ * keel's (store_sqlite_vfs.c, which writes a commit's WAL frames as one
+ * write), for a side-by-side; "coalesce" in the line says which ran.
+ *
  * BENCH_STAGES=1 adds a line per variant with the mean time of each
  * stage, measured between the stages' start events (publish includes
  * the commit and building the result).
@@ -97,6 +101,9 @@ static const char *const academic[] = {
     "study", "analysis", "results", "evidence", "effects", "data", "approach", "outcomes",
     "methods", "sample size", "limitations", "participants", "model", "significant",
 };
+
+/* BENCH_COALESCE=0: SQLite's own VFS for every store of the run. */
+static int coalesce = 1;
 
 #define PICK(list) (list)[bench_rand() % (sizeof(list) / sizeof((list)[0]))]
 
@@ -654,10 +661,11 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
     p99 = (double)samples[n * 99 / 100] / 1000.0;
     printf("{\"bench\": \"%s\", \"turns_per_s\": %.0f, \"p50_us\": %.0f, \"p99_us\": %.0f, "
            "\"rss_mb\": %.1f, \"n\": %zu, \"threads\": %d, \"synchronous\": \"%s\", "
+           "\"coalesce\": %s, "
            "\"note\": \"%s%s\", \"papers\": %d, \"documents\": %d, \"chunks\": %ld, "
            "\"scholar_turns\": %ld, \"payer_turns\": %ld, \"new_conversations\": %ld, "
            "\"clarifications\": %ld, \"tool_calls\": %ld, \"meets_target\": %s}\n",
-           v->bench, tps, p50, p99, rss, n, threads, v->mode, v->note,
+           v->bench, tps, p50, p99, rss, n, threads, v->mode, coalesce ? "true" : "false", v->note,
            reset ? " (rss_mb: peak of the whole process, could not reset it)" : "", N_PAPERS,
            N_DOCS, n_chunks, mix.turns[SCHOLAR], mix.turns[PAYER], mix.new_conversations,
            mix.clarifications, mix.tool_calls,
@@ -684,6 +692,8 @@ int bench_pipeline(void)
 
     if (!samples || !mkdtemp(dir))
         goto out;
+    coalesce = !getenv("BENCH_COALESCE") || strcmp(getenv("BENCH_COALESCE"), "0");
+    store_sqlite_wal_coalescing(coalesce);
     snprintf(path, sizeof(path), "%s/pipeline.db", dir);
     unsetenv("KEEL_DB_SYNC");   /* building the data: NORMAL */
     if (store_open(path, &store, &err)) {
@@ -704,6 +714,7 @@ int bench_pipeline(void)
     }
 out:
     store_close(store);
+    store_sqlite_wal_coalescing(1);
     if (saved_sync)
         setenv("KEEL_DB_SYNC", saved_sync, 1);
     else

@@ -559,6 +559,12 @@ void chunk_hits_release(struct chunk_hits *hits);
  * Returns KEEL_ENOMEM with `dst` released on failure. */
 int store_paper_copy(struct store_paper *dst, const struct store_paper *src);
 
+/* Whether SQLite stores opened after the call write each commit's WAL
+ * frames as one write through keel's VFS (on, the default) or frame by
+ * frame through SQLite's own (off: for benchmarks that compare them).
+ * Process-wide; stores already open keep what they had. */
+void store_sqlite_wal_coalescing(int on);
+
 /* Backend constructors, called by store_open(). */
 int store_sqlite_open(const char *path, struct store **out, struct keel_error *err);
 int store_mem_open(struct store **out, struct keel_error *err);

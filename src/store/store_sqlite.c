@@ -346,7 +346,7 @@ static int connect(struct sqlite_store *st, struct keel_error *err)
     int sqlite_rc = sqlite3_open_v2(st->path, &st->db,
                                     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                                         SQLITE_OPEN_NOMUTEX,
-                                    NULL);
+                                    sqlite_vfs_name());
 
     if (!st->db)
         return keel_error_set(err, KEEL_ENOMEM, st->path, "out of memory opening the store");

@@ -81,7 +81,8 @@ static void checkpoint_once(struct sqlite_checkpointer *c)
     int rc;
 
     if (!c->db) {
-        rc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+        rc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                             sqlite_vfs_name());
         /* A connection learns that the file is in WAL mode on its first
          * read; until then a checkpoint does nothing. */
         if (rc == SQLITE_OK)

@@ -154,6 +154,15 @@ int sqlite_connection_ready(struct sqlite_store *st, struct keel_error *err);
  * power loss) instead of NORMAL (survives a process crash). */
 int sqlite_sync_full(void);
 
+/* The VFS that writes a commit's WAL frames as one write
+ * (store_sqlite_vfs.c). name: what sqlite3_open_v2 takes, the VFS
+ * registered on the first call; NULL (SQLite's default VFS) when
+ * store_sqlite_wal_coalescing(0) turned it off or it could not be
+ * registered. fail_flushes: for tests, the next `n` flushes of buffered
+ * WAL writes fail as a failed write does (SQLITE_IOERR_WRITE). */
+const char *sqlite_vfs_name(void);
+void sqlite_vfs_fail_flushes(int n);
+
 /* WAL checkpoints on a thread of their own (store_sqlite_checkpoint.c).
  * start: launches the thread; KEEL_ENOMEM when it cannot, and the store
  * then keeps SQLite's auto-checkpoint inside COMMIT. attach: points the

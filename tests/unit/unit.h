@@ -82,5 +82,6 @@ Suite *suite_bm25(void);
 Suite *suite_json_write(void);
 Suite *suite_store_migrate(void);
 Suite *suite_store_events(void);
+Suite *suite_store_vfs(void);
 
 #endif
