@@ -3,13 +3,16 @@
  * against jansson: any JSON text jansson parses (NUL in strings allowed,
  * any top-level value) is written by both, and the texts must be equal
  * byte for byte; what the writer leaves to jansson (KEEL_EINVAL) must be
- * too deep for it.
+ * too deep for it. The same for keel_json_dumps under the flag set the
+ * input's first byte picks (insertion order or sorted keys, a real
+ * precision, top-level scalars or not) against json_dumps.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/buf.h"
+#include "core/json.h"
 #include "core/json_write.h"
 #include "fuzz_common.h"
 
@@ -40,6 +43,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     keel_free(theirs);
     keel_buf_release(&buf);
+    {
+        size_t flags = JSON_COMPACT | (data[0] & 1 ? JSON_SORT_KEYS : 0) |
+                       (data[0] & 2 ? JSON_ENCODE_ANY : 0) |
+                       (data[0] & 4 ? JSON_REAL_PRECISION(1 + (data[0] >> 3) % 17) : 0);
+        char *mine = keel_json_dumps(value, flags);
+        theirs = json_dumps(value, flags);
+        if (!mine != !theirs || (mine && strcmp(mine, theirs)))
+            abort();
+        keel_free(mine);
+        keel_free(theirs);
+    }
     json_decref(value);
     return 0;
 }
