@@ -571,8 +571,14 @@ static void score_word(const struct bm25_index *ix, const struct bm25_query *q, 
             break;   /* the exact term is the first of the range */
         while (p < end) {
             uint32_t gap, tf, row;
-            p = varint_get(p, &gap);
-            p = varint_get(p, &tf);
+            if (end - p >= 2 && !((p[0] | p[1]) & 0x80)) {
+                gap = p[0];   /* both one byte: most postings of a common word */
+                tf = p[1];
+                p += 2;
+            } else {
+                p = varint_get(p, &gap);
+                p = varint_get(p, &tf);
+            }
             row_plus1 += gap;
             row = row_plus1 - 1;
             if (s->word_stamp[row] != wep) {
