@@ -445,20 +445,26 @@ static int main_shm_map(sqlite3_file *f, int region, int size, int extend, void 
     return RM(f)->xShmMap(REAL(f), region, size, extend, out);
 }
 
-/* Slot 0 of the wal-index locks is SQLite's WAL write lock. Giving it up
- * ends the connection's write transaction: whatever is still buffered
- * (frames of a transaction that rolled back) is written while the lock is
- * still held. Taking it starts one afresh. */
+/* Nothing buffered outlives a change of the wal-index locks. Slot 0 is
+ * SQLite's WAL write lock: giving it up ends the connection's write
+ * transaction, so whatever is still buffered (frames of a transaction
+ * that rolled back) is written while the lock is still held; taking it
+ * starts one afresh. A connection leaving exclusive locking mode never
+ * took slot 0 through shared memory: its first call here is a read lock,
+ * taken while it still holds the database file exclusively, and the
+ * flush before it writes what a rollback left before other connections
+ * may write the same offsets. Inside a write transaction SQLite locks
+ * nothing here once a frame is written, so this costs no extra write. */
 static int main_shm_lock(sqlite3_file *f, int offset, int n, int flags)
 {
     struct vfs_file *m = (struct vfs_file *)f;
     struct vfs_file *w = m->wal;
     int rc;
 
-    if (w && offset == 0 && (flags & SQLITE_SHM_UNLOCK)) {
+    if (w)
         (void)flush(w);   /* no commit's bytes: a failure loses nothing committed */
+    if (w && offset == 0 && (flags & SQLITE_SHM_UNLOCK))
         wal_reset(w);
-    }
     rc = RM(f)->xShmLock(REAL(f), offset, n, flags);
     if (w && rc == SQLITE_OK && offset == 0 && (flags & SQLITE_SHM_LOCK) &&
         (flags & SQLITE_SHM_EXCLUSIVE))

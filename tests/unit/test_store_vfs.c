@@ -277,6 +277,49 @@ START_TEST(test_rollback_after_spill)
 }
 END_TEST
 
+/* A connection that leaves exclusive locking mode gives the file back to
+ * other writers without calling xShmLock on the write lock (it never took
+ * it through shared memory): frames of a transaction that spilled and
+ * rolled back meanwhile must not wait in its buffer while another
+ * connection commits over the same offsets. */
+START_TEST(test_rollback_leaving_exclusive)
+{
+    char path[192];
+    const char *vfs = sqlite_vfs_name();
+    sqlite3 *first, *second;
+
+    path_of(path, sizeof(path), "leavex");
+    first = open_db(path, vfs, "NORMAL", 0);
+    exec_ok(first, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
+                   "PRAGMA cache_size = 10;");
+    for (int round = 0; round < 3; round++) {
+        /* no other connection while it takes the file exclusively; an
+         * empty WAL, so the rollback reads nothing back from it */
+        exec_ok(first, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA locking_mode = EXCLUSIVE");
+        exec_ok(first, "BEGIN");
+        /* the first write takes the file exclusively; appends spill */
+        exec_ok(first, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 80)"
+                       " INSERT INTO t (n, pad) SELECT 1000, zeroblob(1500) FROM c");
+        exec_ok(first, "PRAGMA locking_mode = NORMAL");
+        exec_ok(first, "ROLLBACK");   /* ends exclusive mode: the file is shared again */
+        second = open_db(path, vfs, "NORMAL", 0);
+        for (int i = 1; i <= 20; i++)
+            insert_row(second, i, 3000);
+        insert_row(first, 1, 10);
+        if (round < 2)
+            sqlite3_close(second);
+    }
+    ck_assert_int_eq(query_int(second, "SELECT sum(n) FROM t"), 3 * 211);
+    ck_assert_int_eq(query_int(first, "SELECT count(*) FROM t"), 3 * 21);
+    ck_assert_int_eq(query_int(first, "SELECT count(*) FROM pragma_integrity_check"
+                                      " WHERE integrity_check <> 'ok'"),
+                     0);
+    ck_assert_int_eq(crash_copy_sum(path), 3 * 211);
+    sqlite3_close(first);
+    sqlite3_close(second);
+}
+END_TEST
+
 /* A flush that fails fails the COMMIT; the transaction is not in the
  * database, for this connection, another one, nor after a crash; the
  * connection then commits again. */
@@ -355,6 +398,7 @@ Suite *suite_store_vfs(void)
     tcase_add_test(tc, test_spill_then_commit);
     tcase_add_test(tc, test_spill_then_commit_exclusive);
     tcase_add_test(tc, test_rollback_after_spill);
+    tcase_add_test(tc, test_rollback_leaving_exclusive);
     tcase_add_test(tc, test_failed_flush_fails_commit);
     tcase_add_test(tc, test_failed_flush_fails_store_put);
     suite_add_tcase(s, tc);
