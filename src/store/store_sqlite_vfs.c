@@ -60,10 +60,11 @@
  * until known, a 24-byte write is taken as a frame header. A write inside
  * the buffered range (a frame rewritten in place) is copied over it.
  *
- * Limits. A WAL file whose device lacks SQLITE_IOCAP_POWERSAFE_OVERWRITE
- * (SQLite then pads commits to sector boundaries, splitting writes around
- * an xSync) and one whose database file is not open through this VFS
- * write through unbuffered. The buffer starts at 64 KiB and holds at most
+ * Limits. A WAL file whose database file lacks
+ * SQLITE_IOCAP_POWERSAFE_OVERWRITE (SQLite, which asks the database file,
+ * then pads commits to sector boundaries, splitting writes around an
+ * xSync) and one whose database file is not open through this VFS write
+ * through unbuffered. The buffer starts at 64 KiB and holds at most
  * 128 KiB less one byte: os_unix.c's seekAndWriteFd masks every write's
  * size with 0x1ffff (SQLite itself writes a page at most), so a larger
  * flush would be cut short; a bigger transaction is written in several
@@ -542,18 +543,21 @@ static int vfs_open(sqlite3_vfs *self, sqlite3_filename name, sqlite3_file *file
     }
     wal_reset(f);
     /* Without powersafe overwrite SQLite pads commits to a sector and
-     * splits writes around an xSync: leave such a file unbuffered. */
-    if (f->real->pMethods->xDeviceCharacteristics(f->real) & SQLITE_IOCAP_POWERSAFE_OVERWRITE) {
-        const char *db = sqlite3_filename_database(name);
-        pthread_mutex_lock(&mains_lock);
-        for (struct vfs_file *m = mains; m; m = m->next)
-            if (m->name == db && !m->wal) {
+     * splits writes around an xSync: leave such a WAL unbuffered. SQLite
+     * asks the database file (sqlite3WalOpen), not the WAL, whose unix
+     * file never sees the database's URI parameters (psow=0). */
+    const char *db = sqlite3_filename_database(name);
+    pthread_mutex_lock(&mains_lock);
+    for (struct vfs_file *m = mains; m; m = m->next)
+        if (m->name == db && !m->wal) {
+            if (m->real->pMethods->xDeviceCharacteristics(m->real) &
+                SQLITE_IOCAP_POWERSAFE_OVERWRITE) {
                 m->wal = f;
                 f->main = m;
-                break;
             }
-        pthread_mutex_unlock(&mains_lock);
-    }
+            break;
+        }
+    pthread_mutex_unlock(&mains_lock);
     file->pMethods = &wal_methods;
     return SQLITE_OK;
 }

@@ -320,6 +320,46 @@ START_TEST(test_rollback_leaving_exclusive)
 }
 END_TEST
 
+/* SQLite pads a commit to the sector and syncs inside the padding when
+ * the *database* file lacks powersafe overwrite (a psow=0 URI;
+ * sqlite3WalOpen asks the database file, not the WAL): its WAL must write
+ * through. From an emptied WAL, commits of one page each take frames
+ * 0 and 1, 2 and 3...: the page, then one frame of padding across a 4 KiB
+ * sector boundary, and in frame 169 that boundary cuts the 24-byte frame
+ * header, so what SQLite writes after the sync is no whole header. In
+ * exclusive locking mode no barrier flushes late, so after each COMMIT
+ * the WAL must hold whole frames, as SQLite's own writes leave it. */
+START_TEST(test_no_powersafe_overwrite_writes_through)
+{
+    char path[192], uri[224], wal[208];
+    sqlite3 *db = NULL;
+    struct stat st;
+    sqlite3_int64 frame;
+
+    path_of(path, sizeof(path), "psow");
+    snprintf(uri, sizeof(uri), "file:%s?psow=0", path);
+    snprintf(wal, sizeof(wal), "%s-wal", path);
+    ck_assert_int_eq(sqlite3_open_v2(uri, &db,
+                                     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                         SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                                     sqlite_vfs_name()),
+                     SQLITE_OK);
+    exec_ok(db, "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL;"
+                "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0;"
+                "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
+                "INSERT INTO t (n) VALUES (0); PRAGMA wal_checkpoint(TRUNCATE);");
+    frame = query_int(db, "PRAGMA page_size") + 24;
+    for (int i = 1; i <= 100; i++) {
+        exec_ok(db, "UPDATE t SET n = n + 1");
+        ck_assert_int_eq(stat(wal, &st), 0);
+        ck_assert_msg((st.st_size - 32) % frame == 0, "commit %d: WAL of %lld bytes", i,
+                      (long long)st.st_size);
+    }
+    ck_assert_int_eq(crash_copy_sum(path), 100);
+    sqlite3_close(db);
+}
+END_TEST
+
 /* A flush that fails fails the COMMIT; the transaction is not in the
  * database, for this connection, another one, nor after a crash; the
  * connection then commits again. */
@@ -399,6 +439,7 @@ Suite *suite_store_vfs(void)
     tcase_add_test(tc, test_spill_then_commit_exclusive);
     tcase_add_test(tc, test_rollback_after_spill);
     tcase_add_test(tc, test_rollback_leaving_exclusive);
+    tcase_add_test(tc, test_no_powersafe_overwrite_writes_through);
     tcase_add_test(tc, test_failed_flush_fails_commit);
     tcase_add_test(tc, test_failed_flush_fails_store_put);
     suite_add_tcase(s, tc);
