@@ -42,13 +42,15 @@
  *    full cache), xSync, xTruncate, xFileSize, xFileControl, xLock and
  *    friends, xClose; and before a write that is not contiguous with (nor
  *    inside) the buffered range, or that would grow it past the cap.
- *  - When the connection gives up the WAL write lock (the main file's
- *    xShmLock unlocking slot 0), before the unlock: a transaction that
- *    spilled frames and then rolled back touches the WAL no more
- *    (sqlite3WalUndo only resets the in-memory index), and its frames must
- *    not sit in this buffer while another connection writes the same
- *    offsets. They belong to no commit, so writing them is harmless, as
- *    SQLite's own writes of them would have been.
+ *  - Before every wal-index lock change (the main file's xShmLock), above
+ *    all when the connection gives up the WAL write lock (slot 0), before
+ *    the unlock: a transaction that spilled frames and then rolled back
+ *    touches the WAL no more (sqlite3WalUndo only resets the in-memory
+ *    index), and its frames must not sit in this buffer while another
+ *    connection writes the same offsets. They belong to no commit, so
+ *    writing them is harmless, as SQLite's own writes of them would have
+ *    been. A connection leaving exclusive locking mode gives the file
+ *    back without unlocking slot 0 (see sqlite_vfs_main_shm_lock).
  *  - At the main file's xShmBarrier, a safety net: walIndexWriteHdr()
  *    calls it between the two copies of the new wal-index header. The
  *    rules above leave nothing buffered by then.
@@ -71,11 +73,12 @@
  * size with 0x1ffff (SQLite itself writes a page at most), so a larger
  * flush would be cut short; a bigger transaction is written in several
  * flushes. It is allocated with keel_malloc; when it cannot grow, writes
- * go straight through. In exclusive locking mode without shared memory SQLite
- * calls no xShmLock: the commit rule still holds there, frames of a
- * rolled-back transaction are written before this connection's next
- * write (no other connection writes that WAL), and a failed flush fails
- * every later write until the file closes.
+ * go straight through. In exclusive locking mode SQLite calls no xShmLock
+ * (none at all without shared memory): the commit rule still holds there,
+ * frames of a rolled-back transaction are written before this
+ * connection's next write or when it leaves exclusive mode (no other
+ * connection writes that WAL meanwhile), and a failed flush fails every
+ * later write until the connection leaves exclusive mode or closes.
  *
  * Threads. A sqlite3_file belongs to one connection (keel's are NOMUTEX and
  * used by one thread at a time); a WAL file and its database file are the
