@@ -360,6 +360,37 @@ START_TEST(test_no_powersafe_overwrite_writes_through)
 }
 END_TEST
 
+/* Checkpoints inside COMMIT every few commits: the next writer starts the
+ * WAL over (its header at offset 0 again, frames over the old ones) and
+ * journal_size_limit = 0 truncates it after that first commit; every
+ * commit is still read by the other connections and in a crash copy. */
+START_TEST(test_wal_restart_and_truncate)
+{
+    char path[192];
+    const char *vfs = sqlite_vfs_name();
+    sqlite3 *writer, *reader, *plain;
+    sqlite3_int64 sum = 0;
+
+    path_of(path, sizeof(path), "restart");
+    writer = open_db(path, vfs, "NORMAL", 0);
+    exec_ok(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
+                    "PRAGMA wal_autocheckpoint = 8; PRAGMA journal_size_limit = 0;");
+    reader = open_db(path, vfs, "NORMAL", 0);
+    plain = open_db(path, NULL, "NORMAL", 0);
+    for (int i = 1; i <= 150; i++) {
+        insert_row(writer, i, 500 + (i * 397) % 9000);
+        sum += i;
+        ck_assert_int_eq(query_int(reader, "SELECT sum(n) FROM t"), sum);
+        ck_assert_int_eq(query_int(plain, "SELECT count(*) FROM t"), i);
+        if (i % 5 == 0)
+            ck_assert_int_eq(crash_copy_sum(path), sum);
+    }
+    sqlite3_close(reader);
+    sqlite3_close(plain);
+    sqlite3_close(writer);
+}
+END_TEST
+
 /* A flush that fails fails the COMMIT; the transaction is not in the
  * database, for this connection, another one, nor after a crash; the
  * connection then commits again. */
@@ -440,6 +471,7 @@ Suite *suite_store_vfs(void)
     tcase_add_test(tc, test_rollback_after_spill);
     tcase_add_test(tc, test_rollback_leaving_exclusive);
     tcase_add_test(tc, test_no_powersafe_overwrite_writes_through);
+    tcase_add_test(tc, test_wal_restart_and_truncate);
     tcase_add_test(tc, test_failed_flush_fails_commit);
     tcase_add_test(tc, test_failed_flush_fails_store_put);
     suite_add_tcase(s, tc);
