@@ -9,7 +9,9 @@
  * folios. Here the WAL file's contiguous writes are gathered in a buffer
  * of the file's own and handed to the unix VFS's xWrite as one range, so
  * SQLite's unix VFS stays in charge of the descriptor, partial writes,
- * EINTR, locking and error codes.
+ * EINTR, locking and error codes. This file holds the buffer and the
+ * rules for writing it; store_sqlite_vfs_pass.c the methods that only pass
+ * through and the VFS's registration (store_sqlite_vfs_int.h between).
  *
  * Which files. Only files opened with SQLITE_OPEN_WAL buffer. The main
  * database file is wrapped too, as a pass-through, for its xShmLock and
@@ -40,13 +42,15 @@
  *    full cache), xSync, xTruncate, xFileSize, xFileControl, xLock and
  *    friends, xClose; and before a write that is not contiguous with (nor
  *    inside) the buffered range, or that would grow it past the cap.
- *  - When the connection gives up the WAL write lock (the main file's
- *    xShmLock unlocking slot 0), before the unlock: a transaction that
- *    spilled frames and then rolled back touches the WAL no more
- *    (sqlite3WalUndo only resets the in-memory index), and its frames must
- *    not sit in this buffer while another connection writes the same
- *    offsets. They belong to no commit, so writing them is harmless, as
- *    SQLite's own writes of them would have been.
+ *  - Before every wal-index lock change (the main file's xShmLock), above
+ *    all when the connection gives up the WAL write lock (slot 0), before
+ *    the unlock: a transaction that spilled frames and then rolled back
+ *    touches the WAL no more (sqlite3WalUndo only resets the in-memory
+ *    index), and its frames must not sit in this buffer while another
+ *    connection writes the same offsets. They belong to no commit, so
+ *    writing them is harmless, as SQLite's own writes of them would have
+ *    been. A connection leaving exclusive locking mode gives the file
+ *    back without unlocking slot 0 (see sqlite_vfs_main_shm_lock).
  *  - At the main file's xShmBarrier, a safety net: walIndexWriteHdr()
  *    calls it between the two copies of the new wal-index header. The
  *    rules above leave nothing buffered by then.
@@ -60,19 +64,21 @@
  * until known, a 24-byte write is taken as a frame header. A write inside
  * the buffered range (a frame rewritten in place) is copied over it.
  *
- * Limits. A WAL file whose device lacks SQLITE_IOCAP_POWERSAFE_OVERWRITE
- * (SQLite then pads commits to sector boundaries, splitting writes around
- * an xSync) and one whose database file is not open through this VFS
- * write through unbuffered. The buffer starts at 64 KiB and holds at most
+ * Limits. A WAL file whose database file lacks
+ * SQLITE_IOCAP_POWERSAFE_OVERWRITE (SQLite, which asks the database file,
+ * then pads commits to sector boundaries, splitting writes around an
+ * xSync) and one whose database file is not open through this VFS write
+ * through unbuffered. The buffer starts at 64 KiB and holds at most
  * 128 KiB less one byte: os_unix.c's seekAndWriteFd masks every write's
  * size with 0x1ffff (SQLite itself writes a page at most), so a larger
  * flush would be cut short; a bigger transaction is written in several
  * flushes. It is allocated with keel_malloc; when it cannot grow, writes
- * go straight through. In exclusive locking mode without shared memory SQLite
- * calls no xShmLock: the commit rule still holds there, frames of a
- * rolled-back transaction are written before this connection's next
- * write (no other connection writes that WAL), and a failed flush fails
- * every later write until the file closes.
+ * go straight through. In exclusive locking mode SQLite calls no xShmLock
+ * (none at all without shared memory): the commit rule still holds there,
+ * frames of a rolled-back transaction are written before this
+ * connection's next write or when it leaves exclusive mode (no other
+ * connection writes that WAL meanwhile), and a failed flush fails every
+ * later write until the connection leaves exclusive mode or closes.
  *
  * Threads. A sqlite3_file belongs to one connection (keel's are NOMUTEX and
  * used by one thread at a time); a WAL file and its database file are the
@@ -88,8 +94,8 @@
 
 #include "core/alloc.h"
 #include "store/store_sqlite_int.h"
+#include "store/store_sqlite_vfs_int.h"
 
-#define VFS_NAME "keel-wal"
 #define BUF_FIRST (64 * 1024)
 /* The unix VFS writes at most 0x1ffff bytes per xWrite (os_unix.c's
  * seekAndWriteFd masks the size with it: SQLite's own writes are a page
@@ -98,38 +104,10 @@
 #define WAL_HDR 32
 #define FRAME_HDR 24
 
-struct vfs_file {
-    sqlite3_file base;           /* first: SQLite's view */
-    sqlite3_file *real;          /* the unix VFS's file, right after this struct */
-    /* a main database file */
-    const char *name;            /* the sqlite3_filename SQLite opened it with */
-    struct vfs_file *wal;        /* its connection's WAL file, NULL: none open */
-    struct vfs_file *next, *prev;   /* the list of open main files */
-    /* a WAL file */
-    struct vfs_file *main;       /* NULL: not linked, writes go through */
-    unsigned char *buf;
-    size_t cap;                  /* allocated */
-    sqlite3_int64 start, end;    /* buffered range [start, end); empty when equal */
-    sqlite3_int64 written_to;    /* end of what this file wrote since the lock or a restart */
-    sqlite3_int64 commit_end;    /* a commit frame ends here, flush when reached; 0: none */
-    sqlite3_int64 commit_hdr;    /* its header, while the page size is unknown; -1: none */
-    sqlite3_int64 last_hdr;      /* offset of the last 24-byte write; -1: none */
-    int page_size;               /* 0: not known yet */
-    int failed;                  /* a flush lost bytes: writes fail until the lock goes */
-};
-
-static sqlite3_vfs vfs;
-static sqlite3_vfs *real_vfs;
-static pthread_once_t vfs_once = PTHREAD_ONCE_INIT;
-static int vfs_ready;
-static int coalescing = 1;
 static int fail_flushes;   /* tests: this many flushes fail */
 
 static pthread_mutex_t mains_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vfs_file *mains;
-
-#define REAL(f) (((struct vfs_file *)(f))->real)
-#define RM(f) (REAL(f)->pMethods)
 
 static uint32_t get_be32(const unsigned char *p)
 {
@@ -358,27 +336,17 @@ static int wal_file_control(sqlite3_file *file, int op, void *arg)
     return rc != SQLITE_OK ? rc : w->real->pMethods->xFileControl(w->real, op, arg);
 }
 
-/* Properties of the device, not of the bytes: no flush. */
-static int any_sector_size(sqlite3_file *file)
-{
-    return RM(file)->xSectorSize(REAL(file));
-}
-
-static int any_device_characteristics(sqlite3_file *file)
-{
-    return RM(file)->xDeviceCharacteristics(REAL(file));
-}
-
 static const sqlite3_io_methods wal_methods = {
     1,   /* no shared memory nor mmap: SQLite uses neither on a WAL file */
     wal_close, wal_read, wal_write, wal_truncate, wal_sync, wal_file_size, wal_lock,
-    wal_unlock, wal_check_reserved, wal_file_control, any_sector_size,
-    any_device_characteristics, NULL, NULL, NULL, NULL, NULL, NULL,
+    wal_unlock, wal_check_reserved, wal_file_control, sqlite_vfs_sector_size,
+    sqlite_vfs_device_characteristics, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
-/* ---- the main database file: a pass-through with two hooks --------------- */
+/* ---- the main database file: its three methods that touch the WAL ------- */
 
-static int main_close(sqlite3_file *file)
+/* See store_sqlite_vfs_int.h. */
+int sqlite_vfs_main_close(sqlite3_file *file)
 {
     struct vfs_file *m = (struct vfs_file *)file;
 
@@ -395,112 +363,49 @@ static int main_close(sqlite3_file *file)
     return m->real->pMethods->xClose(m->real);
 }
 
-static int main_read(sqlite3_file *f, void *out, int amt, sqlite3_int64 off)
-{
-    return RM(f)->xRead(REAL(f), out, amt, off);
-}
-
-static int main_write(sqlite3_file *f, const void *data, int amt, sqlite3_int64 off)
-{
-    return RM(f)->xWrite(REAL(f), data, amt, off);
-}
-
-static int main_truncate(sqlite3_file *f, sqlite3_int64 size)
-{
-    return RM(f)->xTruncate(REAL(f), size);
-}
-
-static int main_sync(sqlite3_file *f, int flags)
-{
-    return RM(f)->xSync(REAL(f), flags);
-}
-
-static int main_file_size(sqlite3_file *f, sqlite3_int64 *size)
-{
-    return RM(f)->xFileSize(REAL(f), size);
-}
-
-static int main_lock(sqlite3_file *f, int lock)
-{
-    return RM(f)->xLock(REAL(f), lock);
-}
-
-static int main_unlock(sqlite3_file *f, int lock)
-{
-    return RM(f)->xUnlock(REAL(f), lock);
-}
-
-static int main_check_reserved(sqlite3_file *f, int *out)
-{
-    return RM(f)->xCheckReservedLock(REAL(f), out);
-}
-
-static int main_file_control(sqlite3_file *f, int op, void *arg)
-{
-    return RM(f)->xFileControl(REAL(f), op, arg);
-}
-
-static int main_shm_map(sqlite3_file *f, int region, int size, int extend, void volatile **out)
-{
-    return RM(f)->xShmMap(REAL(f), region, size, extend, out);
-}
-
-/* Slot 0 of the wal-index locks is SQLite's WAL write lock. Giving it up
- * ends the connection's write transaction: whatever is still buffered
- * (frames of a transaction that rolled back) is written while the lock is
- * still held. Taking it starts one afresh. */
-static int main_shm_lock(sqlite3_file *f, int offset, int n, int flags)
+/* Nothing buffered outlives a change of the wal-index locks. Slot 0 is
+ * SQLite's WAL write lock: giving it up ends the connection's write
+ * transaction, so whatever is still buffered (frames of a transaction
+ * that rolled back) is written while the lock is still held; taking it
+ * starts one afresh. A connection leaving exclusive locking mode never
+ * took slot 0 through shared memory: its first call here is a read lock,
+ * taken while it still holds the database file exclusively, and the
+ * flush before it writes what a rollback left before other connections
+ * may write the same offsets. Inside a write transaction SQLite locks
+ * nothing here once a frame is written, so this costs no extra write.
+ * See store_sqlite_vfs_int.h. */
+int sqlite_vfs_main_shm_lock(sqlite3_file *f, int offset, int n, int flags)
 {
     struct vfs_file *m = (struct vfs_file *)f;
     struct vfs_file *w = m->wal;
     int rc;
 
-    if (w && offset == 0 && (flags & SQLITE_SHM_UNLOCK)) {
+    if (w)
         (void)flush(w);   /* no commit's bytes: a failure loses nothing committed */
+    if (w && offset == 0 && (flags & SQLITE_SHM_UNLOCK))
         wal_reset(w);
-    }
-    rc = RM(f)->xShmLock(REAL(f), offset, n, flags);
+    rc = m->real->pMethods->xShmLock(m->real, offset, n, flags);
     if (w && rc == SQLITE_OK && offset == 0 && (flags & SQLITE_SHM_LOCK) &&
         (flags & SQLITE_SHM_EXCLUSIVE))
         wal_reset(w);
     return rc;
 }
 
-static void main_shm_barrier(sqlite3_file *f)
+/* See store_sqlite_vfs_int.h. The rules above leave nothing buffered
+ * here: a safety net. */
+void sqlite_vfs_main_shm_barrier(sqlite3_file *f)
 {
     struct vfs_file *m = (struct vfs_file *)f;
 
     if (m->wal && m->wal->end > m->wal->start)
         (void)flush(m->wal);   /* a failure marks the WAL failed */
-    RM(f)->xShmBarrier(REAL(f));
+    m->real->pMethods->xShmBarrier(m->real);
 }
 
-static int main_shm_unmap(sqlite3_file *f, int delete_flag)
-{
-    return RM(f)->xShmUnmap(REAL(f), delete_flag);
-}
+/* ---- opening a file -------------------------------------------------------- */
 
-static int main_fetch(sqlite3_file *f, sqlite3_int64 off, int amt, void **out)
-{
-    return RM(f)->xFetch(REAL(f), off, amt, out);
-}
-
-static int main_unfetch(sqlite3_file *f, sqlite3_int64 off, void *page)
-{
-    return RM(f)->xUnfetch(REAL(f), off, page);
-}
-
-static const sqlite3_io_methods main_methods = {
-    3,
-    main_close, main_read, main_write, main_truncate, main_sync, main_file_size, main_lock,
-    main_unlock, main_check_reserved, main_file_control, any_sector_size,
-    any_device_characteristics, main_shm_map, main_shm_lock, main_shm_barrier, main_shm_unmap,
-    main_fetch, main_unfetch,
-};
-
-/* ---- the VFS -------------------------------------------------------------- */
-
-static int vfs_open(sqlite3_vfs *self, sqlite3_filename name, sqlite3_file *file, int flags,
+/* See store_sqlite_vfs_int.h. */
+int sqlite_vfs_open(sqlite3_vfs *self, sqlite3_filename name, sqlite3_file *file, int flags,
                     int *out_flags)
 {
     struct vfs_file *f = (struct vfs_file *)file;
@@ -508,10 +413,10 @@ static int vfs_open(sqlite3_vfs *self, sqlite3_filename name, sqlite3_file *file
 
     (void)self;
     if (!name || !(flags & (SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_WAL)))
-        return real_vfs->xOpen(real_vfs, name, file, flags, out_flags);
+        return sqlite_vfs_real->xOpen(sqlite_vfs_real, name, file, flags, out_flags);
     memset(f, 0, sizeof(*f));
     f->real = (sqlite3_file *)(f + 1);
-    rc = real_vfs->xOpen(real_vfs, name, f->real, flags, out_flags);
+    rc = sqlite_vfs_real->xOpen(sqlite_vfs_real, name, f->real, flags, out_flags);
     if (rc != SQLITE_OK) {
         if (f->real->pMethods)
             f->real->pMethods->xClose(f->real);
@@ -521,7 +426,7 @@ static int vfs_open(sqlite3_vfs *self, sqlite3_filename name, sqlite3_file *file
     if ((flags & SQLITE_OPEN_MAIN_DB) && f->real->pMethods->iVersion < 3) {
         /* no shared memory to hook: SQLite's own file, unwrapped */
         f->real->pMethods->xClose(f->real);
-        return real_vfs->xOpen(real_vfs, name, file, flags, out_flags);
+        return sqlite_vfs_real->xOpen(sqlite_vfs_real, name, file, flags, out_flags);
     }
     if (flags & SQLITE_OPEN_MAIN_DB) {
         f->name = name;
@@ -531,164 +436,28 @@ static int vfs_open(sqlite3_vfs *self, sqlite3_filename name, sqlite3_file *file
             mains->prev = f;
         mains = f;
         pthread_mutex_unlock(&mains_lock);
-        file->pMethods = &main_methods;
+        file->pMethods = &sqlite_vfs_main_methods;
         return SQLITE_OK;
     }
     wal_reset(f);
     /* Without powersafe overwrite SQLite pads commits to a sector and
-     * splits writes around an xSync: leave such a file unbuffered. */
-    if (f->real->pMethods->xDeviceCharacteristics(f->real) & SQLITE_IOCAP_POWERSAFE_OVERWRITE) {
-        const char *db = sqlite3_filename_database(name);
-        pthread_mutex_lock(&mains_lock);
-        for (struct vfs_file *m = mains; m; m = m->next)
-            if (m->name == db && !m->wal) {
+     * splits writes around an xSync: leave such a WAL unbuffered. SQLite
+     * asks the database file (sqlite3WalOpen), not the WAL, whose unix
+     * file never sees the database's URI parameters (psow=0). */
+    const char *db = sqlite3_filename_database(name);
+    pthread_mutex_lock(&mains_lock);
+    for (struct vfs_file *m = mains; m; m = m->next)
+        if (m->name == db && !m->wal) {
+            if (m->real->pMethods->xDeviceCharacteristics(m->real) &
+                SQLITE_IOCAP_POWERSAFE_OVERWRITE) {
                 m->wal = f;
                 f->main = m;
-                break;
             }
-        pthread_mutex_unlock(&mains_lock);
-    }
+            break;
+        }
+    pthread_mutex_unlock(&mains_lock);
     file->pMethods = &wal_methods;
     return SQLITE_OK;
-}
-
-static int vfs_delete(sqlite3_vfs *self, const char *name, int sync_dir)
-{
-    (void)self;
-    return real_vfs->xDelete(real_vfs, name, sync_dir);
-}
-
-static int vfs_access(sqlite3_vfs *self, const char *name, int flags, int *out)
-{
-    (void)self;
-    return real_vfs->xAccess(real_vfs, name, flags, out);
-}
-
-static int vfs_full_pathname(sqlite3_vfs *self, const char *name, int n, char *out)
-{
-    (void)self;
-    return real_vfs->xFullPathname(real_vfs, name, n, out);
-}
-
-static void *vfs_dl_open(sqlite3_vfs *self, const char *name)
-{
-    (void)self;
-    return real_vfs->xDlOpen(real_vfs, name);
-}
-
-static void vfs_dl_error(sqlite3_vfs *self, int n, char *out)
-{
-    (void)self;
-    real_vfs->xDlError(real_vfs, n, out);
-}
-
-static void (*vfs_dl_sym(sqlite3_vfs *self, void *handle, const char *symbol))(void)
-{
-    (void)self;
-    return real_vfs->xDlSym(real_vfs, handle, symbol);
-}
-
-static void vfs_dl_close(sqlite3_vfs *self, void *handle)
-{
-    (void)self;
-    real_vfs->xDlClose(real_vfs, handle);
-}
-
-static int vfs_randomness(sqlite3_vfs *self, int n, char *out)
-{
-    (void)self;
-    return real_vfs->xRandomness(real_vfs, n, out);
-}
-
-static int vfs_sleep(sqlite3_vfs *self, int us)
-{
-    (void)self;
-    return real_vfs->xSleep(real_vfs, us);
-}
-
-static int vfs_current_time(sqlite3_vfs *self, double *out)
-{
-    (void)self;
-    return real_vfs->xCurrentTime(real_vfs, out);
-}
-
-static int vfs_last_error(sqlite3_vfs *self, int n, char *out)
-{
-    (void)self;
-    return real_vfs->xGetLastError(real_vfs, n, out);
-}
-
-static int vfs_current_time_int64(sqlite3_vfs *self, sqlite3_int64 *out)
-{
-    (void)self;
-    return real_vfs->xCurrentTimeInt64(real_vfs, out);
-}
-
-static int vfs_set_system_call(sqlite3_vfs *self, const char *name, sqlite3_syscall_ptr call)
-{
-    (void)self;
-    return real_vfs->xSetSystemCall(real_vfs, name, call);
-}
-
-static sqlite3_syscall_ptr vfs_get_system_call(sqlite3_vfs *self, const char *name)
-{
-    (void)self;
-    return real_vfs->xGetSystemCall(real_vfs, name);
-}
-
-static const char *vfs_next_system_call(sqlite3_vfs *self, const char *name)
-{
-    (void)self;
-    return real_vfs->xNextSystemCall(real_vfs, name);
-}
-
-static void vfs_register(void)
-{
-    sqlite3_vfs *base = sqlite3_vfs_find(NULL);
-
-    /* The wrapper needs a version 3 VFS (shared memory, int64 time,
-     * system calls), as SQLite's unix VFS is. */
-    if (!base || base->iVersion < 3)
-        return;
-    real_vfs = base;
-    vfs = (sqlite3_vfs){
-        .iVersion = 3,
-        .szOsFile = (int)sizeof(struct vfs_file) + base->szOsFile,
-        .mxPathname = base->mxPathname,
-        .zName = VFS_NAME,
-        .xOpen = vfs_open,
-        .xDelete = vfs_delete,
-        .xAccess = vfs_access,
-        .xFullPathname = vfs_full_pathname,
-        .xDlOpen = vfs_dl_open,
-        .xDlError = vfs_dl_error,
-        .xDlSym = vfs_dl_sym,
-        .xDlClose = vfs_dl_close,
-        .xRandomness = vfs_randomness,
-        .xSleep = vfs_sleep,
-        .xCurrentTime = vfs_current_time,
-        .xGetLastError = vfs_last_error,
-        .xCurrentTimeInt64 = vfs_current_time_int64,
-        .xSetSystemCall = vfs_set_system_call,
-        .xGetSystemCall = vfs_get_system_call,
-        .xNextSystemCall = vfs_next_system_call,
-    };
-    vfs_ready = sqlite3_vfs_register(&vfs, 0) == SQLITE_OK;
-}
-
-/* See store_sqlite_int.h. */
-const char *sqlite_vfs_name(void)
-{
-    if (!__atomic_load_n(&coalescing, __ATOMIC_RELAXED))
-        return NULL;
-    pthread_once(&vfs_once, vfs_register);
-    return vfs_ready ? VFS_NAME : NULL;
-}
-
-/* See store.h. */
-void store_sqlite_wal_coalescing(int on)
-{
-    __atomic_store_n(&coalescing, on ? 1 : 0, __ATOMIC_RELAXED);
 }
 
 /* See store_sqlite_int.h. */

@@ -277,6 +277,120 @@ START_TEST(test_rollback_after_spill)
 }
 END_TEST
 
+/* A connection that leaves exclusive locking mode gives the file back to
+ * other writers without calling xShmLock on the write lock (it never took
+ * it through shared memory): frames of a transaction that spilled and
+ * rolled back meanwhile must not wait in its buffer while another
+ * connection commits over the same offsets. */
+START_TEST(test_rollback_leaving_exclusive)
+{
+    char path[192];
+    const char *vfs = sqlite_vfs_name();
+    sqlite3 *first, *second;
+
+    path_of(path, sizeof(path), "leavex");
+    first = open_db(path, vfs, "NORMAL", 0);
+    exec_ok(first, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
+                   "PRAGMA cache_size = 10;");
+    for (int round = 0; round < 3; round++) {
+        /* no other connection while it takes the file exclusively; an
+         * empty WAL, so the rollback reads nothing back from it */
+        exec_ok(first, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA locking_mode = EXCLUSIVE");
+        exec_ok(first, "BEGIN");
+        /* the first write takes the file exclusively; appends spill */
+        exec_ok(first, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 80)"
+                       " INSERT INTO t (n, pad) SELECT 1000, zeroblob(1500) FROM c");
+        exec_ok(first, "PRAGMA locking_mode = NORMAL");
+        exec_ok(first, "ROLLBACK");   /* ends exclusive mode: the file is shared again */
+        second = open_db(path, vfs, "NORMAL", 0);
+        for (int i = 1; i <= 20; i++)
+            insert_row(second, i, 3000);
+        insert_row(first, 1, 10);
+        if (round < 2)
+            sqlite3_close(second);
+    }
+    ck_assert_int_eq(query_int(second, "SELECT sum(n) FROM t"), 3 * 211);
+    ck_assert_int_eq(query_int(first, "SELECT count(*) FROM t"), 3 * 21);
+    ck_assert_int_eq(query_int(first, "SELECT count(*) FROM pragma_integrity_check"
+                                      " WHERE integrity_check <> 'ok'"),
+                     0);
+    ck_assert_int_eq(crash_copy_sum(path), 3 * 211);
+    sqlite3_close(first);
+    sqlite3_close(second);
+}
+END_TEST
+
+/* SQLite pads a commit to the sector and syncs inside the padding when
+ * the *database* file lacks powersafe overwrite (a psow=0 URI;
+ * sqlite3WalOpen asks the database file, not the WAL): its WAL must write
+ * through. From an emptied WAL, commits of one page each take frames
+ * 0 and 1, 2 and 3...: the page, then one frame of padding across a 4 KiB
+ * sector boundary, and in frame 169 that boundary cuts the 24-byte frame
+ * header, so what SQLite writes after the sync is no whole header. In
+ * exclusive locking mode no barrier flushes late, so after each COMMIT
+ * the WAL must hold whole frames, as SQLite's own writes leave it. */
+START_TEST(test_no_powersafe_overwrite_writes_through)
+{
+    char path[192], uri[224], wal[208];
+    sqlite3 *db = NULL;
+    struct stat st;
+    sqlite3_int64 frame;
+
+    path_of(path, sizeof(path), "psow");
+    snprintf(uri, sizeof(uri), "file:%s?psow=0", path);
+    snprintf(wal, sizeof(wal), "%s-wal", path);
+    ck_assert_int_eq(sqlite3_open_v2(uri, &db,
+                                     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                         SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                                     sqlite_vfs_name()),
+                     SQLITE_OK);
+    exec_ok(db, "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL;"
+                "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0;"
+                "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
+                "INSERT INTO t (n) VALUES (0); PRAGMA wal_checkpoint(TRUNCATE);");
+    frame = query_int(db, "PRAGMA page_size") + 24;
+    for (int i = 1; i <= 100; i++) {
+        exec_ok(db, "UPDATE t SET n = n + 1");
+        ck_assert_int_eq(stat(wal, &st), 0);
+        ck_assert_msg((st.st_size - 32) % frame == 0, "commit %d: WAL of %lld bytes", i,
+                      (long long)st.st_size);
+    }
+    ck_assert_int_eq(crash_copy_sum(path), 100);
+    sqlite3_close(db);
+}
+END_TEST
+
+/* Checkpoints inside COMMIT every few commits: the next writer starts the
+ * WAL over (its header at offset 0 again, frames over the old ones) and
+ * journal_size_limit = 0 truncates it after that first commit; every
+ * commit is still read by the other connections and in a crash copy. */
+START_TEST(test_wal_restart_and_truncate)
+{
+    char path[192];
+    const char *vfs = sqlite_vfs_name();
+    sqlite3 *writer, *reader, *plain;
+    sqlite3_int64 sum = 0;
+
+    path_of(path, sizeof(path), "restart");
+    writer = open_db(path, vfs, "NORMAL", 0);
+    exec_ok(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
+                    "PRAGMA wal_autocheckpoint = 8; PRAGMA journal_size_limit = 0;");
+    reader = open_db(path, vfs, "NORMAL", 0);
+    plain = open_db(path, NULL, "NORMAL", 0);
+    for (int i = 1; i <= 150; i++) {
+        insert_row(writer, i, 500 + (i * 397) % 9000);
+        sum += i;
+        ck_assert_int_eq(query_int(reader, "SELECT sum(n) FROM t"), sum);
+        ck_assert_int_eq(query_int(plain, "SELECT count(*) FROM t"), i);
+        if (i % 5 == 0)
+            ck_assert_int_eq(crash_copy_sum(path), sum);
+    }
+    sqlite3_close(reader);
+    sqlite3_close(plain);
+    sqlite3_close(writer);
+}
+END_TEST
+
 /* A flush that fails fails the COMMIT; the transaction is not in the
  * database, for this connection, another one, nor after a crash; the
  * connection then commits again. */
@@ -355,6 +469,9 @@ Suite *suite_store_vfs(void)
     tcase_add_test(tc, test_spill_then_commit);
     tcase_add_test(tc, test_spill_then_commit_exclusive);
     tcase_add_test(tc, test_rollback_after_spill);
+    tcase_add_test(tc, test_rollback_leaving_exclusive);
+    tcase_add_test(tc, test_no_powersafe_overwrite_writes_through);
+    tcase_add_test(tc, test_wal_restart_and_truncate);
     tcase_add_test(tc, test_failed_flush_fails_commit);
     tcase_add_test(tc, test_failed_flush_fails_store_put);
     suite_add_tcase(s, tc);
