@@ -169,6 +169,8 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
         return keel_error_set(err, KEEL_EINVAL, options->pack ? "store" : "pack", "is required");
     if (!(pl = keel_calloc(1, sizeof(*pl))))
         return keel_error_set(err, KEEL_ENOMEM, "pipeline", "out of memory");
+    if (!options->no_state_cache)
+        pl->states = state_cache_new();   /* NULL: every state is parsed, as without it */
     if ((rc = policy_load(dir, options->pack, &pl->pack, &pl->policy, err))) {
         keel_free(pl);
         return rc;
@@ -223,6 +225,7 @@ void pipeline_free(struct pipeline *pl)
     keel_free(pl->artifacts_dir);
     llm_free(pl->embedder);
     llm_free(pl->llm);
+    state_cache_free(pl->states);
     config_release(&pl->cfg);
     scenario_conf_release(&pl->scenario);
     policy_free(pl->policy);

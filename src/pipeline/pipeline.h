@@ -56,6 +56,8 @@ struct pipeline_options {
                                         * unset fields: the pack's llm section and KEEL_LLM_* */
     const char *websearch_url;         /* a SearxNG-compatible endpoint (--websearch-url; "none":
                                         * off); NULL: handlers.websearch.url, KEEL_WEBSEARCH_URL */
+    int no_state_cache;                /* parse every conversation's state from the store
+                                        * (state_cache.h); 0: keep the recent ones parsed */
 };
 
 struct turn_request {

@@ -1,7 +1,8 @@
 /*
  * stage_load.c — load: read the conversation (thread state, blueprint,
  * turn count) or start a new one. A conversation id that does not exist,
- * or that belongs to another pack, is bad input.
+ * or that belongs to another pack, is bad input. A state whose stored
+ * text the pipeline's cache knows is not parsed again (state_cache.h).
  */
 #include <string.h>
 
@@ -20,11 +21,16 @@ static int load_existing(struct turn *t, const char *id, struct keel_error *err)
         rc = keel_error_set(err, KEEL_EINVAL, "conversation_id",
                             "conversation \"%s\" belongs to pack %s, not %s", id, conv.pack,
                             t->pl->pack->name);
+    } else if (state_cache_get(t->pl->states, id, conv.state_json, &t->pl->cfg, &t->state)) {
+        rc = scenario_turn_load(t, &conv, err);   /* the state this text stands for, parsed */
+        t->seq = conv.turns + 1;
     } else if (!(rc = keel_json_parse(conv.state_json, strlen(conv.state_json), STORE_TEXT_MAX,
                                       "state", &json, err))) {
         rc = state_from_json(&t->state, &t->pl->cfg, json, err);
-        if (!rc)
+        if (!rc) {
+            state_cache_put(t->pl->states, id, conv.state_json, &t->state, &t->pl->cfg);
             rc = scenario_turn_load(t, &conv, err);
+        }
         t->seq = conv.turns + 1;
     }
     json_decref(json);

@@ -189,6 +189,8 @@ int stage_publish(struct turn *t, struct keel_error *err)
     if ((rc = scenario_turn_record(t, &rec, err)))
         goto out;
     rc = store_save_turn(t->pl->store, &rec, err);
+    if (!rc)   /* the next turn finds this text in the store: no need to parse it */
+        state_cache_put(t->pl->states, t->conversation_id, texts[0], &t->state, &t->pl->cfg);
     if (!rc && t->memory_decision)
         memory_commit(t->pl->memory, t->memory_decision);
     if (!rc)

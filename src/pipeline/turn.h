@@ -16,6 +16,7 @@
 #include "pipeline/scenario.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/state.h"
+#include "pipeline/state_cache.h"
 #include "pipeline/tools.h"
 #include "llm/llm.h"
 #include "memory/memory.h"
@@ -38,6 +39,7 @@ struct pipeline {
     char *artifacts_dir;               /* the JSONL export, or NULL (owned) */
     struct scenario_conf scenario;     /* the pack's scenario section (seed 004) */
     int trace;                         /* KEEL_DEBUG_TRACE=1, read once */
+    struct state_cache *states;        /* recent conversations' parsed states, or NULL (owned) */
     char pack_dir[4200];
 };
 

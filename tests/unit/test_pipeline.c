@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/id.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "pack/pack.h"
@@ -1138,6 +1139,95 @@ START_TEST(test_turn_stored_events_are_the_results)
 }
 END_TEST
 
+/* The parsed-state cache changes nothing: the same conversations through
+ * a pipeline that keeps recent states parsed and one that parses every
+ * state give the same results byte for byte, turn after turn, with
+ * conversations interleaved and one changed behind the cache's back. */
+static json_t *turn_with_ids(struct chat *c, const char *conversation, const char *new_id,
+                             const char *cid, const char *message)
+{
+    struct turn_request req = {.conversation_id = conversation, .new_conversation_id = new_id,
+                               .correlation_id = cid, .message = message,
+                               .message_len = strlen(message), .now_ms = T0};
+    struct keel_error err;
+    json_t *out = NULL;
+
+    keel_error_clear(&err);
+    ck_assert_msg(pipeline_turn(c->pl, &req, &out, &err) == KEEL_OK, "\"%s\": %s: %s", message,
+                  err.field, err.message);
+    return out;
+}
+
+START_TEST(test_turn_state_cache_changes_nothing)
+{
+    static const struct { const char *pack, *messages[6], *behind; } runs[] = {
+        {"scholar", {"find recent papers on graph neural networks since 2020",
+                     "my research question is how sleep affects memory", "only open access ones",
+                     "what about transformers?", "just the ones from 2023", "thanks"},
+         "my research question is whether coffee helps students focus"},
+        {"payer", {"how do I file an appeal", "Sunshine", "how do I check eligibility", "UHC",
+                   "as a provider in Florida", "what about prior authorization and claims?"},
+         "how do I get a referral with Aetna Better Health?"},
+    };
+
+    for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+        struct chat cached, plain;
+        struct store *s1 = NULL, *s2 = NULL;
+        struct keel_error err;
+        char ids[2][64];
+        ck_assert_int_eq(store_open("mem:", &s1, &err), KEEL_OK);
+        ck_assert_int_eq(store_open("mem:", &s2, &err), KEEL_OK);
+        chat_open_on(&cached, s1, runs[r].pack);
+        chat_open_on(&plain, s2, runs[r].pack);
+        pipeline_free(plain.pl);   /* again, without the cache */
+        {
+            struct pipeline_options o = {.packs_dir = packs_dir(), .pack = runs[r].pack,
+                                         .store = s2, .llm = {"none", NULL, NULL},
+                                         .websearch_url = "none", .no_state_cache = 1};
+            ck_assert_int_eq(pipeline_new(&o, &plain.pl, &err), KEEL_OK);
+        }
+        for (int k = 0; k < 2; k++)
+            keel_id_new("conv", ids[k], sizeof(ids[k]));
+        for (int m = 0; m < 12; m++) {
+            const char *message = runs[r].messages[m / 2];
+            int conv = m % 2, first = m < 2;
+            char cid[64];
+            json_t *a, *b;
+            char *ta, *tb;
+            keel_id_new("turn", cid, sizeof(cid));
+            a = turn_with_ids(&cached, first ? NULL : ids[conv], first ? ids[conv] : NULL, cid,
+                              message);
+            b = turn_with_ids(&plain, first ? NULL : ids[conv], first ? ids[conv] : NULL, cid,
+                              message);
+            ta = keel_json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS);
+            tb = keel_json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
+            ck_assert_ptr_nonnull(ta);
+            ck_assert_ptr_nonnull(tb);
+            ck_assert_msg(!strcmp(ta, tb), "%s turn %d differs with the cache", runs[r].pack, m + 1);
+            keel_free(ta);
+            keel_free(tb);
+            json_decref(a);
+            json_decref(b);
+            if (m == 7) {
+                /* another pipeline on the same store answers in conversation 0:
+                 * the cached state is stale and must not be used */
+                struct chat other;
+                chat_open_on(&other, s1, runs[r].pack);
+                keel_id_new("turn", cid, sizeof(cid));
+                json_decref(turn_with_ids(&other, ids[0], NULL, cid, runs[r].behind));
+                pipeline_free(other.pl);
+                keel_id_new("turn", cid, sizeof(cid));
+                json_decref(turn_with_ids(&plain, ids[0], NULL, cid, runs[r].behind));
+            }
+        }
+        pipeline_free(cached.pl);
+        pipeline_free(plain.pl);
+        store_close(s1);
+        store_close(s2);
+    }
+}
+END_TEST
+
 START_TEST(test_turn_clarify_then_fill)
 {
     struct chat c;
@@ -1719,6 +1809,7 @@ Suite *suite_pipeline(void)
     tcase_set_timeout(turns, 30);
     tcase_add_test(turns, test_turn_clarify_then_fill);
     tcase_add_test(turns, test_turn_stored_events_are_the_results);
+    tcase_add_test(turns, test_turn_state_cache_changes_nothing);
     tcase_add_test(turns, test_turn_payer_change);
     tcase_add_test(turns, test_turn_bad_input_changes_nothing);
     tcase_add_test(turns, test_turn_other_pack_rejected);
