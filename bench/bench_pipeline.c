@@ -44,6 +44,8 @@
  * BENCH_COALESCE=0 opens the stores with SQLite's own VFS instead of
  * keel's (store_sqlite_vfs.c, which writes a commit's WAL frames as one
  * write), for a side-by-side; "coalesce" in the line says which ran.
+ * BENCH_STATE_CACHE=0 runs the pipelines without their cache of parsed
+ * conversation states (state_cache.h), likewise.
  *
  * BENCH_STAGES=1 adds a line per variant with the mean time of each
  * stage, measured between the stages' start events (publish includes
@@ -524,10 +526,14 @@ static void *worker_main(void *arg)
 
     snprintf(packs, sizeof(packs), "%s/packs", bench_root());
     if (!store_open(w->path, &store, &err)) {
+        const char *cache = getenv("BENCH_STATE_CACHE");
+        int no_cache = cache && !strcmp(cache, "0");
         struct pipeline_options scholar = {.packs_dir = packs, .pack = "scholar", .store = store,
-                                           .llm = {"none", NULL, NULL}, .websearch_url = "none"};
+                                           .llm = {"none", NULL, NULL}, .websearch_url = "none",
+                                           .no_state_cache = no_cache};
         struct pipeline_options payer = {.packs_dir = packs, .pack = "payer", .store = store,
-                                         .llm = {"none", NULL, NULL}, .websearch_url = "none"};
+                                         .llm = {"none", NULL, NULL}, .websearch_url = "none",
+                                         .no_state_cache = no_cache};
         ok = !pipeline_new(&scholar, &w->r.pl[SCHOLAR], &err) &&
              !pipeline_new(&payer, &w->r.pl[PAYER], &err);
     }

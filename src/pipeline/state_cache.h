@@ -18,7 +18,7 @@
 
 #include "pipeline/state.h"
 
-#define STATE_CACHE_SIZE 64
+#define STATE_CACHE_SIZE 32
 
 struct state_cache;
 
