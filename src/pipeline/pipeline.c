@@ -1,13 +1,12 @@
 /*
  * pipeline.c — the orchestrator: checks the request, runs the stages in
- * order over one turn context, emits start/end events around each, and
- * hands the caller the turn as JSON. Publish (stage_publish.c) is the
+ * order over one turn context, emits start/end events around each
+ * (events.c), and hands the caller the turn as JSON. Publish (stage_publish.c) is the
  * only stage that writes; a turn that fails before it leaves the store
  * untouched.
  */
 #include "pipeline/pipeline.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +14,6 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/json.h"
-#include "core/json_write.h"
 #include "core/log.h"
 #include "ingest/ingest.h"
 #include "pipeline/turn.h"
@@ -311,176 +309,6 @@ void turn_tool_env(struct turn *t, struct tool_env *env)
     env->scenario = &t->scenario;
 }
 
-/* ---- events ---------------------------------------------------------------- */
-
-/* A new reference to *cache, made from `text` on first use: a string
- * (or the empty object) that every event of a turn carries is one value,
- * not one per event. Events are only read once emitted. NULL when out of
- * memory. */
-static json_t *shared_string(json_t **cache, const char *text)
-{
-    if (!*cache)
-        *cache = json_string(text);
-    return *cache ? json_incref(*cache) : NULL;
-}
-
-/* The slot of `kind` in turn.shared.kind; 4 for an unknown one. */
-static int kind_index(const char *kind)
-{
-    static const char *const kinds[4] = {"start", "end", "info", "token"};
-
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(kind, kinds[i]))
-            return i;
-    return 4;
-}
-
-/* `text` as a JSON string into out[n] (after `before` and before
- * `after`); nonzero when it does not fit or is not UTF-8. */
-static int json_piece(char *out, size_t n, const char *before, const char *text, const char *after)
-{
-    struct keel_buf b;
-    int rc;
-
-    keel_buf_init(&b, n - 1);
-    rc = keel_buf_adds(&b, before);
-    rc = rc ? rc : keel_json_write_string(&b, text, strlen(text));
-    rc = rc ? rc : keel_buf_adds(&b, after);
-    if (!rc)
-        memcpy(out, b.data, b.len + 1);
-    keel_buf_release(&b);
-    return rc;
-}
-
-/* Appends an emitted event's text to t->events_text: the keys in sorted
- * order with the same values as the event object, as keel_json_append
- * writes the events array. The parts every event of the turn (or of the
- * stage) repeats are made once (t->event_parts). The event was made, so
- * every text is UTF-8. */
-static int event_text(struct turn *t, int kind, const char *kind_name, const char *user,
-                      const char *message, const json_t *extra, const char *ts)
-{
-    static const char *const kinds[4][2] = {
-        {",\"kind\":\"start\",\"level\":\"technical\",\"message\":",
-         ",\"kind\":\"start\",\"level\":\"both\",\"message\":"},
-        {",\"kind\":\"end\",\"level\":\"technical\",\"message\":",
-         ",\"kind\":\"end\",\"level\":\"both\",\"message\":"},
-        {",\"kind\":\"info\",\"level\":\"technical\",\"message\":",
-         ",\"kind\":\"info\",\"level\":\"both\",\"message\":"},
-        {",\"kind\":\"token\",\"level\":\"technical\",\"message\":",
-         ",\"kind\":\"token\",\"level\":\"both\",\"message\":"},
-    };
-    struct keel_buf *b = &t->events_text;
-    size_t before = b->len;
-    char seq[24];
-    size_t n = sizeof(seq);
-    int rc = KEEL_OK;
-
-    if (!t->event_parts.head[0])
-        rc = json_piece(t->event_parts.head, sizeof(t->event_parts.head), "{\"correlation_id\":",
-                        t->correlation_id, ",\"extra\":");
-    if (!rc && t->event_parts.tail_stage != t->stage_name) {
-        char stage[CONFIG_STAGE_MAX + 16];
-        t->event_parts.tail_stage = NULL;
-        rc = json_piece(stage, sizeof(stage), ",\"stage\":", t->stage_name, ",\"ts\":");
-        rc = rc ? rc : json_piece(t->event_parts.tail, sizeof(t->event_parts.tail), stage, ts,
-                                  ",\"user_message\":");
-        if (!rc)
-            t->event_parts.tail_stage = t->stage_name;
-    }
-    for (unsigned v = (unsigned)t->event_seq; n == sizeof(seq) || v; v /= 10)
-        seq[--n] = (char)('0' + v % 10);
-    rc = rc ? rc : keel_buf_addc(b, before ? ',' : '[');
-    rc = rc ? rc : keel_buf_adds(b, t->event_parts.head);
-    rc = rc ? rc : json_is_object(extra) && !json_object_size(extra)
-                       ? keel_buf_add(b, "{}", 2)
-                       : keel_json_write(b, extra, JSON_COMPACT | JSON_SORT_KEYS);
-    if (!rc && kind < 4) {
-        rc = keel_buf_adds(b, kinds[kind][user != NULL]);
-    } else if (!rc) {
-        rc = keel_buf_adds(b, ",\"kind\":");
-        rc = rc ? rc : keel_json_write_string(b, kind_name, strlen(kind_name));
-        rc = rc ? rc : keel_buf_adds(b, user ? ",\"level\":\"both\",\"message\":"
-                                             : ",\"level\":\"technical\",\"message\":");
-    }
-    rc = rc ? rc : keel_json_write_string(b, message, strlen(message));
-    rc = rc ? rc : keel_buf_add(b, ",\"seq\":", 7);
-    rc = rc ? rc : keel_buf_add(b, seq + n, sizeof(seq) - n);
-    rc = rc ? rc : keel_buf_adds(b, t->event_parts.tail);
-    rc = rc ? rc : user ? keel_json_write_string(b, user, strlen(user)) : keel_buf_add(b, "null", 4);
-    rc = rc ? rc : keel_buf_addc(b, '}');
-    if (rc)
-        keel_buf_truncate(b, before);
-    return rc;
-}
-
-int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
-              const char *fmt, ...)
-{
-    const char *user = config_event_text(&t->pl->cfg, key ? key : t->stage_name);
-    /* The turn's clock is fixed, so its time is formatted once per thread
-     * and turn time, not once per event. */
-    static _Thread_local int64_t ts_ms = INT64_MIN;
-    static _Thread_local char ts[KEEL_RFC3339_MAX];
-    char message[512];
-    json_t *event, *fields[9];
-    va_list ap;
-    int failed = 0;
-
-    /* A stage's user text shows at its start only, never at its end. */
-    if (!key && strcmp(kind, "start"))
-        user = NULL;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof(message), fmt, ap);
-    va_end(ap);
-    if (ts_ms != t->now) {
-        keel_time_format(t->now, ts, sizeof(ts));
-        ts_ms = t->now;
-    }
-    /* The same object json_pack("{s:s,s:i,…}") made, without reading a
-     * format each time, and with the strings every event of the turn
-     * repeats made once (shared_string). */
-    fields[0] = shared_string(&t->shared.correlation_id, t->correlation_id);
-    fields[1] = json_integer(++t->event_seq);
-    if (t->shared.stage_name != t->stage_name) {
-        json_decref(t->shared.stage);
-        t->shared.stage = NULL;
-        t->shared.stage_name = t->stage_name;
-    }
-    fields[2] = shared_string(&t->shared.stage, t->stage_name);
-    fields[3] = shared_string(&t->shared.kind[kind_index(kind)], kind);
-    fields[4] = user ? shared_string(&t->shared.level[0], "both")
-                     : shared_string(&t->shared.level[1], "technical");
-    fields[5] = json_string(message);
-    fields[6] = user ? json_string(user) : json_null();
-    fields[7] = shared_string(&t->shared.ts, ts);
-    if (!extra && !t->shared.no_extra)
-        t->shared.no_extra = json_object();
-    fields[8] = extra ? extra : t->shared.no_extra ? json_incref(t->shared.no_extra) : NULL;
-    event = json_object();
-    for (int i = 0; i < 9; i++) {
-        static const char *const names[9] = {"correlation_id", "seq", "stage", "kind", "level",
-                                             "message", "user_message", "ts", "extra"};
-        /* set_new takes the value also when it fails (or event is NULL) */
-        if (!fields[i] || json_object_set_new_nocheck(event, names[i], fields[i]))
-            failed = 1;
-    }
-    if (failed) {
-        json_decref(event);
-        return KEEL_ENOMEM;
-    }
-    if (json_array_append_new(t->events, event))
-        return KEEL_ENOMEM;
-    if (!t->events_text_failed && event_text(t, kind_index(kind), kind, user, message,
-                                             json_object_get(event, "extra"), ts))
-        t->events_text_failed = 1;
-    if (t->req->on_event)
-        t->req->on_event(t->req->event_ctx, event);
-    if (t->pl->trace)
-        keel_log(KEEL_LOG_WARN, "turn.trace", json_deep_copy(event));
-    return KEEL_OK;
-}
-
 int turn_apply(struct turn *t, const struct state_delta *delta, struct keel_error *err)
 {
     return state_apply(&t->state, &t->pl->cfg, delta, t->now, t->deltas, err);
@@ -535,16 +363,7 @@ static void turn_release(struct turn *t)
 {
     state_release(&t->state);
     json_decref(t->deltas);
-    json_decref(t->events);
-    keel_buf_release(&t->events_text);
-    json_decref(t->shared.correlation_id);
-    json_decref(t->shared.ts);
-    json_decref(t->shared.stage);
-    json_decref(t->shared.no_extra);
-    for (int i = 0; i < 5; i++)
-        json_decref(t->shared.kind[i]);
-    for (int i = 0; i < 2; i++)
-        json_decref(t->shared.level[i]);
+    turn_events_release(t);
     json_decref(t->tools_called);
     json_decref(t->tool_args);
     json_decref(t->sources);

@@ -267,13 +267,17 @@ void turn_tool_env(struct turn *t, struct tool_env *env);
 int turn_template(struct keel_buf *b, const char *tmpl, const char *const *names,
                   const char *const *values, int n);
 
-/* Emits an event of the running stage. `kind` is start|end|info|token|
+/* Emits an event of the running stage (events.c). `kind` is start|end|info|token|
  * error; `key` ("resolve.search", or NULL for the stage itself) picks the
  * user text from the pack's event mapping: mapped events have level
  * "both", the rest "technical". `extra` (stolen, may be NULL) carries
  * structured data. Returns KEEL_ENOMEM when the event cannot be built. */
 int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Frees the turn's events, their stored text and the values they share
+ * (events.c). */
+void turn_events_release(struct turn *t);
 
 /* The active scenario's part of a turn (scenario_turn.c).
  * load: the stored scenario of an existing conversation (stage_load).
