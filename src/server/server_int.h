@@ -241,11 +241,19 @@ int chat_error_status(const json_t *error);
 int chat_may_read_turn(struct server *srv, struct evhttp_request *req, const char *cid,
                        const struct principal *who);
 
-/* Holds `req` until turn `cid` ends, then answers it in `format`. */
+/* waiters.c: holds `req` until turn `cid` ends, then answers it in
+ * `format`. */
 void chat_wait(struct server *srv, struct evhttp_request *req, const char *cid,
                enum reply_format format, const char *model);
 
-/* streams.c: the SSE streams and ?wait=1 waiters of turns. */
+/* Answers the waiters whose turn ended; looks at them only when a turn
+ * has ended (bus_finished) or a waiter came since the last call. */
+void waiters_pump(struct server *srv);
+
+/* Answers every waiter 503 shutting_down (shutdown). */
+void waiters_close_all(struct server *srv);
+
+/* streams.c: the SSE streams of turns. */
 
 /* Opens an SSE stream of turn `cid` after event `after` in `format` for
  * key `key_id` ("" with --auth none; at most SERVER_STREAMS_PER_KEY open). */

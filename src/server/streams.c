@@ -1,8 +1,8 @@
 /*
  * streams.c — the open connections a turn answers later, on the loop
  * thread: SSE streams of a turn's events (GET /v1/stream/{id}, and the
- * OpenAI stream of POST /v1/chat/completions) and the waiters of
- * ?wait=1 requests (routes_chat.c). An SSE event looks like
+ * OpenAI stream of POST /v1/chat/completions); the waiters of ?wait=1
+ * requests are waiters.c's. An SSE event looks like
  *
  *   id: 3
  *   event: stage
@@ -12,8 +12,8 @@
  * (`token`), then `done` (the result summary) or `error`. Last-Event-ID
  * resumes after a number. A turn the bus has forgotten is replayed from
  * the store with the same numbering. streams_pump, called after the bus
- * changed, queues the streams for their new events and answers the
- * waiters whose turn ended.
+ * changed, queues the streams for their new events and has waiters.c
+ * answer the waiters whose turn ended.
  *
  * Memory: what a stream is sent sits in its connection's buffers until
  * the loop writes it to the socket, on a later pass. Sending the end of a
@@ -384,67 +384,7 @@ void stream_open(struct server *srv, struct evhttp_request *req, const char *cid
     pump_queue(s);   /* the events so far, on the pump's next pass */
 }
 
-/* ---- waiters, and the loop's wake-up --------------------------------------- */
-
-static void waiter_unlink(struct waiter *w)
-{
-    struct server *srv = w->srv;
-
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        srv->waiters = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-}
-
-/* The client of a ?wait=1 request left: forget it (the turn goes on). */
-static void on_waiter_closed(struct evhttp_connection *conn, void *arg)
-{
-    struct waiter *w = arg;
-
-    (void)conn;
-    waiter_unlink(w);
-    keel_free(w);
-}
-
-static void waiter_answer(struct waiter *w, enum bus_status status, json_t *result,
-                          json_t *error)
-{
-    evhttp_connection_set_closecb(evhttp_request_get_connection(w->req), NULL, NULL);
-    if (status == BUS_DONE && w->format == FORMAT_OPENAI)
-        http_json(w->req, 200, openai_completion(w->model, result));
-    else if (status == BUS_DONE)
-        http_json(w->req, 200, json_incref(result));
-    else
-        http_error(w->req, chat_error_status(error), "turn_failed",
-                   json_string_value(json_object_get(error, "field")), "%s",
-                   json_string_value(json_object_get(error, "message")));
-    waiter_unlink(w);
-    keel_free(w);
-}
-
-void chat_wait(struct server *srv, struct evhttp_request *req, const char *cid,
-               enum reply_format format, const char *model)
-{
-    struct waiter *w = keel_calloc(1, sizeof(*w));
-
-    if (!w) {   /* the turn runs; the caller may poll */
-        http_error(req, 503, "no_memory", NULL, "out of memory");
-        return;
-    }
-    w->srv = srv;
-    w->req = req;
-    w->format = format;
-    snprintf(w->model, sizeof(w->model), "%s", model ? model : "");
-    snprintf(w->correlation_id, sizeof(w->correlation_id), "%s", cid);
-    w->next = srv->waiters;
-    if (w->next)
-        w->next->prev = w;
-    srv->waiters = w;
-    srv->waiters_new = 1;
-    evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_waiter_closed, w);
-}
+/* ---- the loop's wake-up ----------------------------------------------------- */
 
 void streams_pump_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -460,28 +400,9 @@ void streams_pump_cb(evutil_socket_t fd, short what, void *arg)
 
 void streams_pump(struct server *srv)
 {
-    struct waiter *w = srv->waiters;
-    long finished = bus_finished(srv->bus);
-
     for (struct stream *s = srv->streams; s; s = s->next)
         pump_queue(s);
-    /* A waiter hears only its turn's end: look at them when a turn has
-     * ended since the last look (each of a turn's events wakes the loop). */
-    if (finished == srv->waiters_finished && !srv->waiters_new)
-        return;
-    srv->waiters_finished = finished;
-    srv->waiters_new = 0;
-    while (w) {
-        struct waiter *next = w->next;
-        json_t *result = NULL, *error = NULL;
-        enum bus_status status = bus_read(srv->bus, w->correlation_id, 0, NULL, &result, &error,
-                                          NULL, 0);
-        if (status == BUS_DONE || status == BUS_FAILED || status == BUS_UNKNOWN)
-            waiter_answer(w, status, result, error);
-        json_decref(result);
-        json_decref(error);
-        w = next;
-    }
+    waiters_pump(srv);
 }
 
 void streams_heartbeat(struct server *srv)
@@ -501,12 +422,6 @@ void streams_close_all(struct server *srv)
     }
     while (srv->streams)
         stream_end(srv->streams);
-    while (srv->waiters) {
-        struct waiter *w = srv->waiters;
-        evhttp_connection_set_closecb(evhttp_request_get_connection(w->req), NULL, NULL);
-        http_error(w->req, 503, "shutting_down", NULL, "the server stopped before the turn ended");
-        waiter_unlink(w);
-        keel_free(w);
-    }
+    waiters_close_all(srv);
     server_pending_release();
 }
