@@ -112,6 +112,14 @@ static void assert_turn(struct store *store, const char *correlation_id, const c
     json_decref(turn);
 }
 
+/* The migrated conversation b's one turn, as store_get_turn gives it. */
+static const char turn_b1[] =
+    "{\"active_scenario\":null,\"assistant\":\"three papers\",\"clarification\":false,"
+    "\"conversation_id\":\"conv_b\",\"correlation_id\":\"turn_b1\",\"decision\":null,"
+    "\"events\":[],\"scenario_delta\":null,\"sources\":[],"
+    "\"state\":{\"stage\":\"exploring\"},\"ts\":1500,\"turn\":1,"
+    "\"user\":\"papers on ice\"}";
+
 START_TEST(test_migrate_12_to_13_keeps_turns)
 {
     char path[sizeof(dir) + 16], result[1024];
@@ -140,12 +148,7 @@ START_TEST(test_migrate_12_to_13_keeps_turns)
                 "{\"correlation_id\":\"turn_a2\",\"seq\":2}],"
                 "\"scenario_delta\":[{\"field\":\"name\"}],\"sources\":[{\"id\":\"d1\"}],"
                 "\"state\":{\"stage\":\"claim\"},\"ts\":2000,\"turn\":2,\"user\":\"claim 7\"}");
-    assert_turn(store, "turn_b1",
-                "{\"active_scenario\":null,\"assistant\":\"three papers\",\"clarification\":false,"
-                "\"conversation_id\":\"conv_b\",\"correlation_id\":\"turn_b1\",\"decision\":null,"
-                "\"events\":[],\"scenario_delta\":null,\"sources\":[],"
-                "\"state\":{\"stage\":\"exploring\"},\"ts\":1500,\"turn\":1,"
-                "\"user\":\"papers on ice\"}");
+    assert_turn(store, "turn_b1", turn_b1);
     ck_assert_int_eq(store_list_turns(store, "conv_a", &list, &err), KEEL_OK);
     assert_json(list, "[{\"assistant\":\"which claim?\",\"clarification\":true,\"ts\":1000,"
                       "\"turn\":1,\"user\":\"hello\"},{\"assistant\":\"found it\","
@@ -197,12 +200,7 @@ START_TEST(test_migrate_12_to_13_keeps_turns)
     ck_assert_int_eq(store_save_turn(store, &rec, &err), KEEL_EIO);
     ck_assert_int_eq(store_delete_conversation(store, "conv_a", &err), KEEL_OK);
     ck_assert_int_eq(store_get_turn(store, "turn_a2", &list, &err), KEEL_ENOTFOUND);
-    assert_turn(store, "turn_b1",
-                "{\"active_scenario\":null,\"assistant\":\"three papers\",\"clarification\":false,"
-                "\"conversation_id\":\"conv_b\",\"correlation_id\":\"turn_b1\",\"decision\":null,"
-                "\"events\":[],\"scenario_delta\":null,\"sources\":[],"
-                "\"state\":{\"stage\":\"exploring\"},\"ts\":1500,\"turn\":1,"
-                "\"user\":\"papers on ice\"}");
+    assert_turn(store, "turn_b1", turn_b1);
     store_close(store);
     unit_sql_text(path, "SELECT count(*) || ' ' || (SELECT count(*) FROM messages) FROM turns", result,
           sizeof(result));
