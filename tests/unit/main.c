@@ -111,6 +111,15 @@ void unit_sql_text(const char *path, const char *sql, char *out, size_t n)
     sqlite3_close(db);
 }
 
+void unit_sql_exec(struct sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+
+    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, msg ? msg : "?");
+    sqlite3_free(msg);
+}
+
 struct store *unit_store_fresh(void)
 {
     struct store *store = NULL;

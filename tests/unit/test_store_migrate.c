@@ -32,14 +32,6 @@ static void dir_remove(void)
     unit_temp_dir_remove(dir);
 }
 
-static void exec_ok(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-
-    ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK, "%s: %s", sql,
-                  msg ? msg : "?");
-}
-
 /* A file at schema version 12 with two conversations: conv_a (two turns,
  * the second with a tool, arguments and a scenario) and conv_b (one turn
  * whose decision row is missing). */
@@ -49,16 +41,16 @@ static void make_v12(const char *path)
     char sql[160];
 
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    exec_ok(db, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY,"
+    unit_sql_exec(db, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY,"
                 " applied_at TEXT NOT NULL)");
     for (size_t i = 0; i < sqlite_n_migrations && sqlite_migrations[i].version <= 12; i++) {
-        exec_ok(db, sqlite_migrations[i].sql);
+        unit_sql_exec(db, sqlite_migrations[i].sql);
         snprintf(sql, sizeof(sql),
                  "INSERT INTO schema_migrations VALUES (%d, '2026-01-01T00:00:00.000Z')",
                  sqlite_migrations[i].version);
-        exec_ok(db, sql);
+        unit_sql_exec(db, sql);
     }
-    exec_ok(db,
+    unit_sql_exec(db,
             "INSERT INTO conversations (id, pack, state, turns, created_at, updated_at, owner,"
             " scenario, scenario_version) VALUES"
             " ('conv_a', 'payer', '{\"stage\":\"claim\"}', 2, 1000, 2000, 'alice',"

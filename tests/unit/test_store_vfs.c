@@ -39,14 +39,6 @@ static void dir_remove(void)
     unit_temp_dir_remove(dir);
 }
 
-static void exec_ok(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-
-    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, msg ? msg : "?");
-}
-
 static sqlite3_int64 query_int(sqlite3 *db, const char *sql)
 {
     sqlite3_stmt *stmt = NULL;
@@ -74,11 +66,11 @@ static sqlite3 *open_db(const char *path, const char *vfs, const char *sync, int
                      SQLITE_OK);
     sqlite3_busy_timeout(db, 5000);
     if (exclusive)   /* before WAL mode: the wal-index lives in heap memory */
-        exec_ok(db, "PRAGMA locking_mode = EXCLUSIVE");
+        unit_sql_exec(db, "PRAGMA locking_mode = EXCLUSIVE");
     snprintf(sql, sizeof(sql),
              "PRAGMA journal_mode = WAL; PRAGMA synchronous = %s; PRAGMA wal_autocheckpoint = 0;",
              sync);
-    exec_ok(db, sql);
+    unit_sql_exec(db, sql);
     return db;
 }
 
@@ -135,7 +127,7 @@ static void insert_row(sqlite3 *db, int n, int size)
     char sql[128];
 
     snprintf(sql, sizeof(sql), "INSERT INTO t (n, pad) VALUES (%d, zeroblob(%d))", n, size);
-    exec_ok(db, sql);
+    unit_sql_exec(db, sql);
 }
 
 /* Many commits through the VFS, each read by a second connection of the
@@ -151,7 +143,7 @@ static void commits_visible(const char *name, const char *sync, int exclusive)
     ck_assert_ptr_nonnull(vfs);
     path_of(path, sizeof(path), name);
     writer = open_db(path, vfs, sync, exclusive);
-    exec_ok(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB)");
+    unit_sql_exec(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB)");
     if (!exclusive) {
         reader = open_db(path, vfs, "NORMAL", 0);
         plain = open_db(path, NULL, "NORMAL", 0);
@@ -202,18 +194,18 @@ static void spill_and_rewrite(const char *name, int exclusive)
 
     path_of(path, sizeof(path), name);
     writer = open_db(path, vfs, "NORMAL", exclusive);
-    exec_ok(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
+    unit_sql_exec(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
                     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300)"
                     " INSERT INTO t (n, pad) SELECT x, zeroblob(1500) FROM c;"
                     "PRAGMA cache_size = 10;");
     if (!exclusive)
         reader = open_db(path, vfs, "NORMAL", 0);
-    exec_ok(writer, "BEGIN");
+    unit_sql_exec(writer, "BEGIN");
     for (int pass = 0; pass < 3; pass++)
-        exec_ok(writer, "UPDATE t SET n = n + 1");
+        unit_sql_exec(writer, "UPDATE t SET n = n + 1");
     for (int i = 301; i <= 400; i++)
         insert_row(writer, i, 1500);
-    exec_ok(writer, "COMMIT");
+    unit_sql_exec(writer, "COMMIT");
     /* 1..400, and 3 more for each of the first 300 */
     if (reader) {
         ck_assert_int_eq(query_int(reader, "SELECT sum(n) FROM t"), 80200 + 900);
@@ -247,7 +239,7 @@ START_TEST(test_rollback_after_spill)
     path_of(path, sizeof(path), "rollback");
     first = open_db(path, vfs, "NORMAL", 0);
     second = open_db(path, vfs, "NORMAL", 0);
-    exec_ok(first, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
+    unit_sql_exec(first, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
                    "PRAGMA cache_size = 10;");
     for (int round = 0; round < 5; round++) {
         char sql[192];
@@ -258,10 +250,10 @@ START_TEST(test_rollback_after_spill)
                  60 + 7 * round);
         /* an empty WAL: the rollback then reads page 1 from the database
          * file, and nothing else touches the WAL file before the unlock */
-        exec_ok(second, "PRAGMA wal_checkpoint(TRUNCATE)");
-        exec_ok(first, "BEGIN");
-        exec_ok(first, sql);
-        exec_ok(first, "ROLLBACK");
+        unit_sql_exec(second, "PRAGMA wal_checkpoint(TRUNCATE)");
+        unit_sql_exec(first, "BEGIN");
+        unit_sql_exec(first, sql);
+        unit_sql_exec(first, "ROLLBACK");
         for (int i = 1; i <= 20; i++)
             insert_row(second, i, 3000);
         insert_row(first, 1, 10);
@@ -290,18 +282,18 @@ START_TEST(test_rollback_leaving_exclusive)
 
     path_of(path, sizeof(path), "leavex");
     first = open_db(path, vfs, "NORMAL", 0);
-    exec_ok(first, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
+    unit_sql_exec(first, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
                    "PRAGMA cache_size = 10;");
     for (int round = 0; round < 3; round++) {
         /* no other connection while it takes the file exclusively; an
          * empty WAL, so the rollback reads nothing back from it */
-        exec_ok(first, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA locking_mode = EXCLUSIVE");
-        exec_ok(first, "BEGIN");
+        unit_sql_exec(first, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA locking_mode = EXCLUSIVE");
+        unit_sql_exec(first, "BEGIN");
         /* the first write takes the file exclusively; appends spill */
-        exec_ok(first, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 80)"
+        unit_sql_exec(first, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 80)"
                        " INSERT INTO t (n, pad) SELECT 1000, zeroblob(1500) FROM c");
-        exec_ok(first, "PRAGMA locking_mode = NORMAL");
-        exec_ok(first, "ROLLBACK");   /* ends exclusive mode: the file is shared again */
+        unit_sql_exec(first, "PRAGMA locking_mode = NORMAL");
+        unit_sql_exec(first, "ROLLBACK");   /* ends exclusive mode: the file is shared again */
         second = open_db(path, vfs, "NORMAL", 0);
         for (int i = 1; i <= 20; i++)
             insert_row(second, i, 3000);
@@ -344,13 +336,13 @@ START_TEST(test_no_powersafe_overwrite_writes_through)
                                          SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
                                      sqlite_vfs_name()),
                      SQLITE_OK);
-    exec_ok(db, "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL;"
+    unit_sql_exec(db, "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL;"
                 "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0;"
                 "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
                 "INSERT INTO t (n) VALUES (0); PRAGMA wal_checkpoint(TRUNCATE);");
     frame = query_int(db, "PRAGMA page_size") + 24;
     for (int i = 1; i <= 100; i++) {
-        exec_ok(db, "UPDATE t SET n = n + 1");
+        unit_sql_exec(db, "UPDATE t SET n = n + 1");
         ck_assert_int_eq(stat(wal, &st), 0);
         ck_assert_msg((st.st_size - 32) % frame == 0, "commit %d: WAL of %lld bytes", i,
                       (long long)st.st_size);
@@ -373,7 +365,7 @@ START_TEST(test_wal_restart_and_truncate)
 
     path_of(path, sizeof(path), "restart");
     writer = open_db(path, vfs, "NORMAL", 0);
-    exec_ok(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
+    unit_sql_exec(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
                     "PRAGMA wal_autocheckpoint = 8; PRAGMA journal_size_limit = 0;");
     reader = open_db(path, vfs, "NORMAL", 0);
     plain = open_db(path, NULL, "NORMAL", 0);
@@ -404,16 +396,16 @@ START_TEST(test_failed_flush_fails_commit)
     path_of(path, sizeof(path), "fail");
     writer = open_db(path, vfs, "NORMAL", 0);
     reader = open_db(path, vfs, "NORMAL", 0);
-    exec_ok(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB)");
+    unit_sql_exec(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB)");
     insert_row(writer, 1, 100);
     sqlite_vfs_fail_flushes(1);
-    exec_ok(writer, "BEGIN");
+    unit_sql_exec(writer, "BEGIN");
     insert_row(writer, 50, 5000);
     rc = sqlite3_exec(writer, "COMMIT", NULL, NULL, NULL);
     sqlite_vfs_fail_flushes(0);
     ck_assert_msg((rc & 0xff) == SQLITE_IOERR, "COMMIT gave %d", rc);
     if (!sqlite3_get_autocommit(writer))
-        exec_ok(writer, "ROLLBACK");
+        unit_sql_exec(writer, "ROLLBACK");
     ck_assert_int_eq(query_int(writer, "SELECT sum(n) FROM t"), 1);
     ck_assert_int_eq(query_int(reader, "SELECT sum(n) FROM t"), 1);
     ck_assert_int_eq(crash_copy_sum(path), 1);

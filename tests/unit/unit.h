@@ -56,6 +56,11 @@ const char *unit_store_path(void);
  * none). Fails the test when the statement does not prepare. */
 void unit_sql_text(const char *path, const char *sql, char *out, size_t n);
 
+/* Runs `sql` (statements separated by ';') on the open connection `db`;
+ * fails the test with SQLite's message when any fails. */
+struct sqlite3;
+void unit_sql_exec(struct sqlite3 *db, const char *sql);
+
 /* One constructor per tests/unit/test_*.c file. */
 Suite *suite_core(void);
 Suite *suite_clock(void);
