@@ -42,7 +42,7 @@ static void make_v12(const char *path)
 
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     unit_sql_exec(db, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY,"
-                " applied_at TEXT NOT NULL)");
+                      " applied_at TEXT NOT NULL)");
     for (size_t i = 0; i < sqlite_n_migrations && sqlite_migrations[i].version <= 12; i++) {
         unit_sql_exec(db, sqlite_migrations[i].sql);
         snprintf(sql, sizeof(sql),

@@ -195,9 +195,10 @@ static void spill_and_rewrite(const char *name, int exclusive)
     path_of(path, sizeof(path), name);
     writer = open_db(path, vfs, "NORMAL", exclusive);
     unit_sql_exec(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
-                    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300)"
-                    " INSERT INTO t (n, pad) SELECT x, zeroblob(1500) FROM c;"
-                    "PRAGMA cache_size = 10;");
+                          "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
+                          " WHERE x < 300)"
+                          " INSERT INTO t (n, pad) SELECT x, zeroblob(1500) FROM c;"
+                          "PRAGMA cache_size = 10;");
     if (!exclusive)
         reader = open_db(path, vfs, "NORMAL", 0);
     unit_sql_exec(writer, "BEGIN");
@@ -240,7 +241,7 @@ START_TEST(test_rollback_after_spill)
     first = open_db(path, vfs, "NORMAL", 0);
     second = open_db(path, vfs, "NORMAL", 0);
     unit_sql_exec(first, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
-                   "PRAGMA cache_size = 10;");
+                         "PRAGMA cache_size = 10;");
     for (int round = 0; round < 5; round++) {
         char sql[192];
         /* appends only: the last spilled frames are still buffered */
@@ -283,7 +284,7 @@ START_TEST(test_rollback_leaving_exclusive)
     path_of(path, sizeof(path), "leavex");
     first = open_db(path, vfs, "NORMAL", 0);
     unit_sql_exec(first, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
-                   "PRAGMA cache_size = 10;");
+                         "PRAGMA cache_size = 10;");
     for (int round = 0; round < 3; round++) {
         /* no other connection while it takes the file exclusively; an
          * empty WAL, so the rollback reads nothing back from it */
@@ -291,7 +292,7 @@ START_TEST(test_rollback_leaving_exclusive)
         unit_sql_exec(first, "BEGIN");
         /* the first write takes the file exclusively; appends spill */
         unit_sql_exec(first, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 80)"
-                       " INSERT INTO t (n, pad) SELECT 1000, zeroblob(1500) FROM c");
+                             " INSERT INTO t (n, pad) SELECT 1000, zeroblob(1500) FROM c");
         unit_sql_exec(first, "PRAGMA locking_mode = NORMAL");
         unit_sql_exec(first, "ROLLBACK");   /* ends exclusive mode: the file is shared again */
         second = open_db(path, vfs, "NORMAL", 0);
@@ -337,9 +338,9 @@ START_TEST(test_no_powersafe_overwrite_writes_through)
                                      sqlite_vfs_name()),
                      SQLITE_OK);
     unit_sql_exec(db, "PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL;"
-                "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0;"
-                "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
-                "INSERT INTO t (n) VALUES (0); PRAGMA wal_checkpoint(TRUNCATE);");
+                      "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0;"
+                      "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
+                      "INSERT INTO t (n) VALUES (0); PRAGMA wal_checkpoint(TRUNCATE);");
     frame = query_int(db, "PRAGMA page_size") + 24;
     for (int i = 1; i <= 100; i++) {
         unit_sql_exec(db, "UPDATE t SET n = n + 1");
@@ -366,7 +367,7 @@ START_TEST(test_wal_restart_and_truncate)
     path_of(path, sizeof(path), "restart");
     writer = open_db(path, vfs, "NORMAL", 0);
     unit_sql_exec(writer, "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, pad BLOB);"
-                    "PRAGMA wal_autocheckpoint = 8; PRAGMA journal_size_limit = 0;");
+                          "PRAGMA wal_autocheckpoint = 8; PRAGMA journal_size_limit = 0;");
     reader = open_db(path, vfs, "NORMAL", 0);
     plain = open_db(path, NULL, "NORMAL", 0);
     for (int i = 1; i <= 150; i++) {
