@@ -521,20 +521,29 @@ test_serve_quality_history() {
     serve_stop
 }
 
-test_serve_open_streams_per_key() {
-    RC=0 ERR=
+# slow_openalex MS: a fake OpenAlex that answers every search after MS
+# milliseconds (its pid in $slow, killed when the test file ends), and
+# KEEL_OPENALEX_URL pointing at it.
+slow_openalex() {
     FAKE_HTTP=${FAKE_HTTP:-$(dirname "$KEEL")/keel-fake-http}
-    # A paper provider that answers after 4 s keeps the turn, and so its
-    # streams, open.
+    rm -f "$TMP/slow.port"
     "$FAKE_HTTP" --port-file "$TMP/slow.port" --route /works \
-        --reply '200 delay=4000 text={"results": []}' > /dev/null 2>&1 &
+        --reply "200 delay=$1 text={\"results\": []}" > /dev/null 2>&1 &
     slow=$!
+    bg_track "$slow"
     i=0
     while [ ! -s "$TMP/slow.port" ] && [ "$i" -lt 200 ]; do i=$((i + 1)); sleep 0.05; done
+    export KEEL_OPENALEX_URL="http://127.0.0.1:$(cat "$TMP/slow.port")"
+}
+
+test_serve_open_streams_per_key() {
+    RC=0 ERR=
+    # A paper provider that answers after 4 s keeps the turn, and so its
+    # streams, open.
+    slow_openalex 4000
     db="$TMP/serve12.db"
     run "$KEEL" keys create --user many --role editor --db "$db"
     token=$OUT
-    export KEEL_OPENALEX_URL="http://127.0.0.1:$(cat "$TMP/slow.port")"
     SERVE_AUTH=keys serve_start "$db" --providers openalex --rate 1000
     auth_post "$token" /v1/chat '{"message": "find recent papers on sleep and memory"}'
     expect_code 202
@@ -561,16 +570,9 @@ test_serve_open_streams_per_key() {
 
 test_serve_many_streams_get_every_event() {
     RC=0 ERR=
-    FAKE_HTTP=${FAKE_HTTP:-$(dirname "$KEEL")/keel-fake-http}
     # 300 streams of one turn, more than the server sends to in one loop
     # pass (128): each gets every event, the same bytes, and its end.
-    "$FAKE_HTTP" --port-file "$TMP/slow.port" --route /works \
-        --reply '200 delay=3000 text={"results": []}' > /dev/null 2>&1 &
-    slow=$!
-    bg_track "$slow"
-    i=0
-    while [ ! -s "$TMP/slow.port" ] && [ "$i" -lt 200 ]; do i=$((i + 1)); sleep 0.05; done
-    export KEEL_OPENALEX_URL="http://127.0.0.1:$(cat "$TMP/slow.port")"
+    slow_openalex 3000
     serve_start "$TMP/serve13.db" --providers openalex
     post /v1/chat '{"message": "find recent papers on sleep and memory"}'
     expect_code 202
