@@ -1,6 +1,7 @@
 /*
  * store_sqlite_conv.c — conversations, turns, the decision log and the
- * quality counters in the SQLite backend (see store.h).
+ * quality counters' updates in the SQLite backend (see store.h); reading
+ * the counters is store_sqlite_metrics.c's.
  *
  * save_turn is the pipeline's publish: one BEGIN IMMEDIATE … COMMIT
  * around the conversation row, the turn's one row (migration 13: both
@@ -182,9 +183,7 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
     return rc;
 }
 
-/* Steps `stmt` to its end, adding each row to `container` with `add`
- * (0 on success); hands the container to *out, or frees it on failure. */
-static int collect_rows(struct sqlite_store *st, sqlite3_stmt *stmt, json_t *container,
+int sqlite_collect_rows(struct sqlite_store *st, sqlite3_stmt *stmt, json_t *container,
                         int (*add)(sqlite3_stmt *stmt, json_t *container), const char *op,
                         json_t **out, struct keel_error *err)
 {
@@ -206,22 +205,6 @@ static int collect_rows(struct sqlite_store *st, sqlite3_stmt *stmt, json_t *con
     else
         *out = container;
     return rc;
-}
-
-static int add_metric(sqlite3_stmt *stmt, json_t *obj)
-{
-    const char *name = (const char *)sqlite3_column_text(stmt, 0);
-
-    return !name || json_object_set_new(obj, name, json_integer(sqlite3_column_int64(stmt, 1)));
-}
-
-int sqlite_metrics(struct store *store, json_t **out, struct keel_error *err)
-{
-    struct sqlite_store *st = (struct sqlite_store *)store;
-    int rc = sqlite_connection_ready(st, err);
-
-    return rc ? rc : collect_rows(st, st->stmt[ST_METRICS], json_object(), add_metric,
-                                  "reading metrics", out, err);
 }
 
 static int add_turn(sqlite3_stmt *stmt, json_t *list)
@@ -342,8 +325,8 @@ int sqlite_list_turns(struct store *store, const char *id, json_t **out, struct 
         return rc;
     store_conversation_release(&conv);
     BIND_TEXT(st->stmt[ST_TURNS_LIST], 1, id);
-    return collect_rows(st, st->stmt[ST_TURNS_LIST], json_array(), add_turn, "reading turns", out,
-                        err);
+    return sqlite_collect_rows(st, st->stmt[ST_TURNS_LIST], json_array(), add_turn,
+                               "reading turns", out, err);
 }
 
 static int add_conversation(sqlite3_stmt *stmt, json_t *list)
@@ -371,8 +354,8 @@ int sqlite_list_conversations(struct store *store, const char *owner, int limit,
     BIND_TEXT(stmt, 1, owner);
     sqlite3_bind_int(stmt, 2, limit);
     sqlite3_bind_int(stmt, 3, offset);
-    return collect_rows(st, stmt, json_array(), add_conversation, "listing conversations", out,
-                        err);
+    return sqlite_collect_rows(st, stmt, json_array(), add_conversation,
+                               "listing conversations", out, err);
 }
 
 int sqlite_delete_conversation(struct store *store, const char *id, struct keel_error *err)
@@ -398,56 +381,5 @@ int sqlite_delete_conversation(struct store *store, const char *id, struct keel_
         rc = sqlite_tx_commit(st, "deleting a conversation", err);
     if (rc)
         sqlite_tx_rollback(st);
-    return rc;
-}
-
-int sqlite_metrics_reset(struct store *store, struct keel_error *err)
-{
-    struct sqlite_store *st = (struct sqlite_store *)store;
-    int rc = sqlite_connection_ready(st, err);
-
-    return rc ? rc : sqlite_stmt_exec(st, ST_METRICS_RESET, "resetting metrics", err);
-}
-
-int sqlite_metrics_history(struct store *store, int aggregate_minutes, int limit, json_t **out,
-                           struct keel_error *err)
-{
-    struct sqlite_store *st = (struct sqlite_store *)store;
-    sqlite3_stmt *stmt;
-    json_t *list, *period = NULL;
-    int64_t current = -1;
-    int rc, step;
-
-    if ((rc = sqlite_connection_ready(st, err)))
-        return rc;
-    if (!(list = json_array()))
-        return keel_error_set(err, KEEL_ENOMEM, "metrics", "out of memory");
-    stmt = st->stmt[ST_METRICS_HISTORY];
-    sqlite3_bind_int(stmt, 1, aggregate_minutes);
-    sqlite3_bind_int(stmt, 2, limit);
-    while ((step = sqlite3_step(stmt)) == SQLITE_ROW) {
-        int64_t start = sqlite3_column_int64(stmt, 0);
-        const char *name = (const char *)sqlite3_column_text(stmt, 1);
-        if (start != current) {
-            period = json_pack("{s:I, s:i, s:{}}", "start_ms", (json_int_t)(start * 60000),
-                               "minutes", aggregate_minutes, "counters");
-            if (!period || json_array_append_new(list, period)) {
-                step = SQLITE_NOMEM;
-                break;
-            }
-            current = start;
-        }
-        if (!name || json_object_set_new(json_object_get(period, "counters"), name,
-                                         json_integer(sqlite3_column_int64(stmt, 2)))) {
-            step = SQLITE_NOMEM;
-            break;
-        }
-    }
-    rc = step == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, step, "reading the metrics history", err);
-    sqlite_stmt_done(stmt);
-    if (rc)
-        json_decref(list);
-    else
-        *out = list;
     return rc;
 }

@@ -123,6 +123,13 @@ int sqlite_fail(struct sqlite_store *st, int sqlite_rc, const char *op, struct k
 /* Resets a used statement and drops its bindings. */
 void sqlite_stmt_done(sqlite3_stmt *stmt);
 
+/* Steps `stmt` to its end, adding each row to `container` with `add`
+ * (0 on success); hands the container to *out, or frees it on failure
+ * (a NULL container: out of memory). `op` names the work in errors. */
+int sqlite_collect_rows(struct sqlite_store *st, sqlite3_stmt *stmt, json_t *container,
+                        int (*add)(sqlite3_stmt *stmt, json_t *container), const char *op,
+                        json_t **out, struct keel_error *err);
+
 /* Steps a statement that returns no rows, then resets it. */
 int sqlite_stmt_exec(struct sqlite_store *st, enum stmt_id id, const char *op,
                      struct keel_error *err);
