@@ -45,7 +45,9 @@
  * keel's (store_sqlite_vfs.c, which writes a commit's WAL frames as one
  * write), for a side-by-side; "coalesce" in the line says which ran.
  * BENCH_STATE_CACHE=0 runs the pipelines without their cache of parsed
- * conversation states (state_cache.h), likewise.
+ * conversation states (state_cache.h), likewise. Turns run as `keel
+ * serve` runs them, without the result's events[] (no_events_list);
+ * BENCH_EVENTS_LIST=1 asks for it, as the replay runner does.
  *
  * BENCH_STAGES=1 adds a line per variant with the mean time of each
  * stage, measured between the stages' start events (publish includes
@@ -364,14 +366,13 @@ struct stage_clock {
     uint64_t since;
 };
 
-static void on_event(void *ctx, const json_t *event)
+static void on_event(void *ctx, const struct pipeline_event *event)
 {
     struct stage_clock *sc = ctx;
-    const char *kind = json_string_value(json_object_get(event, "kind"));
-    const char *stage = json_string_value(json_object_get(event, "stage"));
+    const char *stage = event->stage;
     uint64_t now;
 
-    if (!kind || strcmp(kind, "start") || !stage)
+    if (strcmp(event->kind, "start"))
         return;
     now = bench_now_ns();
     sc->ns[sc->current] += now - sc->since;
@@ -387,6 +388,7 @@ struct run {
     struct mix mix;
     struct stage_clock *stages;   /* NULL: not measured */
     long turn_no;                 /* turns run, for the pinned clock */
+    int events_list;              /* BENCH_EVENTS_LIST=1: results carry events[] */
 };
 
 /* One turn of a random conversation; *ns is its time. */
@@ -411,6 +413,7 @@ static int one_turn(struct run *r, uint64_t *ns)
     req.message = message;
     req.message_len = strlen(message);
     req.now_ms = NOW_MS + 1000 * (int64_t)r->turn_no++;
+    req.no_events_list = !r->events_list;
     if (r->stages) {
         req.on_event = on_event;
         req.event_ctx = r->stages;
@@ -526,8 +529,9 @@ static void *worker_main(void *arg)
 
     snprintf(packs, sizeof(packs), "%s/packs", bench_root());
     if (!store_open(w->path, &store, &err)) {
-        const char *cache = getenv("BENCH_STATE_CACHE");
+        const char *cache = getenv("BENCH_STATE_CACHE"), *list = getenv("BENCH_EVENTS_LIST");
         int no_cache = cache && !strcmp(cache, "0");
+        w->r.events_list = list && !strcmp(list, "1");
         struct pipeline_options scholar = {.packs_dir = packs, .pack = "scholar", .store = store,
                                            .llm = {"none", NULL, NULL}, .websearch_url = "none",
                                            .no_state_cache = no_cache};

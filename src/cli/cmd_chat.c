@@ -73,15 +73,13 @@ static void chat_usage(FILE *out)
             "exports nothing; the store keeps the artifacts either way.\n");
 }
 
-static void on_event(void *ctx, const json_t *event)
+static void on_event(void *ctx, const struct pipeline_event *event)
 {
     const struct chat *chat = ctx;
-    const char *user = json_string_value(json_object_get(event, "user_message"));
+    const char *user = event->user_message;
 
     if (chat->trace)
-        fprintf(stderr, "  [%s %s] %s\n", json_string_value(json_object_get(event, "stage")),
-                json_string_value(json_object_get(event, "kind")),
-                json_string_value(json_object_get(event, "message")));
+        fprintf(stderr, "  [%s %s] %s\n", event->stage, event->kind, event->message);
     if (user && chat->interactive && !chat->json)
         printf("  \u00b7 %s\n", user);
     fflush(stdout);
@@ -209,6 +207,7 @@ static int chat_turn(struct chat *chat, const char *line, size_t n)
         .now_ms = chat->now,
         .on_event = on_event,
         .event_ctx = chat,
+        .no_events_list = 1,   /* shown through on_event; --json prints none */
         .on_token = chat->interactive && !chat->json ? on_token : NULL,
         .token_ctx = chat,
         .user = chat->user,

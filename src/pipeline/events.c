@@ -12,6 +12,7 @@
 #include "core/json.h"
 #include "core/json_write.h"
 #include "core/log.h"
+#include "core/utf8.h"
 #include "pipeline/turn.h"
 
 /* A new reference to *cache, made from `text` on first use: a string
@@ -115,6 +116,51 @@ static int event_text(struct turn *t, int kind, const char *kind_name, const cha
     return rc;
 }
 
+/* The event as an object of the result's events[]: the strings every
+ * event of the turn repeats are one shared value (shared_string). */
+static json_t *event_object(struct turn *t, const struct pipeline_event *e)
+{
+    static const char *const names[9] = {"correlation_id", "seq", "stage", "kind", "level",
+                                         "message", "user_message", "ts", "extra"};
+    json_t *event, *fields[9];
+    int failed = 0;
+
+    fields[0] = shared_string(&t->shared.correlation_id, e->correlation_id);
+    fields[1] = json_integer(e->seq);
+    if (t->shared.stage_name != t->stage_name) {
+        json_decref(t->shared.stage);
+        t->shared.stage = NULL;
+        t->shared.stage_name = t->stage_name;
+    }
+    fields[2] = shared_string(&t->shared.stage, e->stage);
+    fields[3] = shared_string(&t->shared.kind[kind_index(e->kind)], e->kind);
+    fields[4] = e->user_message ? shared_string(&t->shared.level[0], "both")
+                                : shared_string(&t->shared.level[1], "technical");
+    fields[5] = json_string(e->message);
+    fields[6] = e->user_message ? json_string(e->user_message) : json_null();
+    fields[7] = shared_string(&t->shared.ts, e->ts);
+    fields[8] = json_incref((json_t *)e->extra);
+    event = json_object();
+    for (int i = 0; i < 9; i++)
+        /* set_new takes the value also when it fails (or event is NULL) */
+        if (!fields[i] || json_object_set_new_nocheck(event, names[i], fields[i]))
+            failed = 1;
+    if (failed) {
+        json_decref(event);
+        return NULL;
+    }
+    return event;
+}
+
+json_t *pipeline_event_json(const struct pipeline_event *e)
+{
+    /* a copy of extra: the event's may be shared with other threads' readers */
+    return json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:s?, s:s, s:o}", "correlation_id",
+                     e->correlation_id, "seq", e->seq, "stage", e->stage, "kind", e->kind,
+                     "level", e->level, "message", e->message, "user_message", e->user_message,
+                     "ts", e->ts, "extra", json_deep_copy(e->extra));
+}
+
 int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
               const char *fmt, ...)
 {
@@ -124,9 +170,10 @@ int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
     static _Thread_local int64_t ts_ms = INT64_MIN;
     static _Thread_local char ts[KEEL_RFC3339_MAX];
     char message[512];
-    json_t *event, *fields[9];
+    struct pipeline_event e;
+    json_t *event = NULL;
     va_list ap;
-    int failed = 0;
+    int rc = KEEL_OK;
 
     /* A stage's user text shows at its start only, never at its end. */
     if (!key && strcmp(kind, "start"))
@@ -134,52 +181,32 @@ int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
     va_start(ap, fmt);
     vsnprintf(message, sizeof(message), fmt, ap);
     va_end(ap);
+    /* a line cut short may end inside a character: end it before */
+    message[utf8_valid_prefix(message, strlen(message))] = '\0';
     if (ts_ms != t->now) {
         keel_time_format(t->now, ts, sizeof(ts));
         ts_ms = t->now;
     }
-    /* The same object json_pack("{s:s,s:i,…}") made, without reading a
-     * format each time, and with the strings every event of the turn
-     * repeats made once (shared_string). */
-    fields[0] = shared_string(&t->shared.correlation_id, t->correlation_id);
-    fields[1] = json_integer(++t->event_seq);
-    if (t->shared.stage_name != t->stage_name) {
-        json_decref(t->shared.stage);
-        t->shared.stage = NULL;
-        t->shared.stage_name = t->stage_name;
-    }
-    fields[2] = shared_string(&t->shared.stage, t->stage_name);
-    fields[3] = shared_string(&t->shared.kind[kind_index(kind)], kind);
-    fields[4] = user ? shared_string(&t->shared.level[0], "both")
-                     : shared_string(&t->shared.level[1], "technical");
-    fields[5] = json_string(message);
-    fields[6] = user ? json_string(user) : json_null();
-    fields[7] = shared_string(&t->shared.ts, ts);
-    if (!extra && !t->shared.no_extra)
-        t->shared.no_extra = json_object();
-    fields[8] = extra ? extra : t->shared.no_extra ? json_incref(t->shared.no_extra) : NULL;
-    event = json_object();
-    for (int i = 0; i < 9; i++) {
-        static const char *const names[9] = {"correlation_id", "seq", "stage", "kind", "level",
-                                             "message", "user_message", "ts", "extra"};
-        /* set_new takes the value also when it fails (or event is NULL) */
-        if (!fields[i] || json_object_set_new_nocheck(event, names[i], fields[i]))
-            failed = 1;
-    }
-    if (failed) {
-        json_decref(event);
+    if (!extra && !t->shared.no_extra && !(t->shared.no_extra = json_object()))
         return KEEL_ENOMEM;
-    }
-    if (json_array_append_new(t->events, event))
-        return KEEL_ENOMEM;
-    if (!t->events_text_failed && event_text(t, kind_index(kind), kind, user, message,
-                                             json_object_get(event, "extra"), ts))
+    if (!extra)
+        extra = json_incref(t->shared.no_extra);
+    e = (struct pipeline_event){t->correlation_id, ++t->event_seq, t->stage_name, kind,
+                                user ? "both" : "technical", message, user, ts, extra};
+    if (t->events && (!(event = event_object(t, &e)) || json_array_append_new(t->events, event)))
+        rc = KEEL_ENOMEM;
+    /* Without the list, the text is the only record of the event. */
+    if (!rc && !t->events_text_failed && event_text(t, kind_index(kind), kind, user, message,
+                                                    extra, ts))
         t->events_text_failed = 1;
-    if (t->req->on_event)
-        t->req->on_event(t->req->event_ctx, event);
-    if (t->pl->trace)
-        keel_log(KEEL_LOG_WARN, "turn.trace", json_deep_copy(event));
-    return KEEL_OK;
+    if (!rc && t->events_text_failed && !t->events)
+        rc = KEEL_ENOMEM;
+    if (!rc && t->req->on_event)
+        t->req->on_event(t->req->event_ctx, &e);
+    if (!rc && t->pl->trace)
+        keel_log(KEEL_LOG_WARN, "turn.trace", pipeline_event_json(&e));
+    json_decref(extra);
+    return rc;
 }
 
 void turn_events_release(struct turn *t)

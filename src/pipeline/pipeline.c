@@ -418,7 +418,7 @@ static json_t *result_json(struct turn *t)
         json_decref(bp);
         return NULL;
     }
-    return json_pack("{s:s,s:i,s:s,s:s,s:O,s:o,s:s,s:s,s:s?,s:s,s:s,s:O,s:O,s:o,s:O,s:O,s:o,"
+    return json_pack("{s:s,s:i,s:s,s:s,s:O,s:o,s:s,s:s,s:s?,s:s,s:s,s:O,s:O,s:o,s:O*,s:O,s:o,"
                      "s:O*, s:O*, s:b, s:O*, s:o, s:O*}",
                      "conversation_id", t->conversation_id, "turn", t->seq, "correlation_id",
                      t->correlation_id, "answer", t->answer.data, "sources", t->sources,
@@ -457,7 +457,8 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
     else
         keel_id_new("turn", t.correlation_id, sizeof(t.correlation_id));
     if (state_init(&t.state, &pl->cfg) || !(t.deltas = json_array()) ||
-        !(t.events = json_array()) || !(t.tools_called = json_array()) ||
+        (!req->no_events_list && !(t.events = json_array())) ||
+        !(t.tools_called = json_array()) ||
         !(t.tool_args = json_object()) || !(t.sources = json_array())) {
         rc = keel_error_set(err, KEEL_ENOMEM, "turn", "out of memory");
         goto out;

@@ -35,9 +35,29 @@ struct web_fallback {
     void *ctx;
 };
 
+/* A turn's event as it is emitted: the fields of one element of the
+ * result's events[] (and of the stored events), borrowed for the
+ * callback's duration. */
+struct pipeline_event {
+    const char *correlation_id;
+    int seq;                           /* 1, 2, … within the turn */
+    const char *stage;                 /* the stage that emitted it */
+    const char *kind;                  /* start|end|info|token|error */
+    const char *level;                 /* "both" when user_message is set, else "technical" */
+    const char *message;               /* the technical line */
+    const char *user_message;          /* the pack's user-facing text; NULL: none */
+    const char *ts;                    /* the turn's time, RFC 3339 */
+    const json_t *extra;               /* an object, maybe empty; never NULL */
+};
+
 /* Called for every event as it is emitted (before publish), e.g. to show
  * progress. The event is borrowed. */
-typedef void (*pipeline_event_fn)(void *ctx, const json_t *event);
+typedef void (*pipeline_event_fn)(void *ctx, const struct pipeline_event *event);
+
+/* The event as the JSON object the result's events[] holds (keys
+ * correlation_id, seq, stage, kind, level, message, user_message (null
+ * when none), ts, extra); a new reference, NULL when out of memory. */
+json_t *pipeline_event_json(const struct pipeline_event *event);
 
 /* Called with each piece of the answer as the model writes it (`n`
  * bytes of UTF-8, not NUL-terminated). text NULL: what was passed so far
@@ -68,6 +88,10 @@ struct turn_request {
     int64_t now_ms;                    /* 0: keel_clock_now() */
     pipeline_event_fn on_event;        /* may be NULL */
     void *event_ctx;
+    int no_events_list;                /* 1: the result has no events[] (the events still
+                                        * reach on_event and the store); for callers that
+                                        * never read it: a JSON object per event is a
+                                        * sixth of a turn's work */
     const char *new_conversation_id;   /* a new conversation's id, named by the caller before
                                         * the turn runs (1..128 letters, digits, _ - . :);
                                         * NULL: a fresh one */
@@ -132,11 +156,11 @@ int pipeline_scenario_change(struct pipeline *pl, const char *conversation_id,
 /* Runs one turn. On success *result is a new JSON object:
  *   {conversation_id, turn, correlation_id, answer, sources[], decision,
  *    stage, clarification (text or null), tools_called[], tool_args{},
- *    state, events[], deltas[], model (what the model did, or absent
- *    without one), streamed (the answer went out through on_token),
- *    closing (true when a close command answered: the client may end
- *    the conversation), reset (true when a reset command answered: the
- *    client may start a new conversation),
+ *    state, events[] (absent with no_events_list), deltas[], model
+ *    (what the model did, or absent without one), streamed (the answer
+ *    went out through on_token), closing (true when a close command
+ *    answered: the client may end the conversation), reset (true when a
+ *    reset command answered: the client may start a new conversation),
  *    artifact ({id, type, title, facts, exported} or null), artifact_gate
  *    (the intent gate's decision, or absent when the pack has none),
  *    active_scenario (object or null), scenario_summary (text or null),

@@ -138,7 +138,7 @@ int stage_publish(struct turn *t, struct keel_error *err)
     if (!t->events_text_failed && t->events_text.len && !keel_buf_addc(&t->events_text, ']'))
         texts[2] = keel_buf_detach(&t->events_text, NULL);
     else
-        texts[2] = dump(t->events);
+        texts[2] = t->events ? dump(t->events) : NULL;
     texts[3] = dump(t->sources);
     texts[4] = dump(json_object_get(decision, "reasons"));
     texts[5] = dump(decision);

@@ -47,12 +47,12 @@ static uint64_t now_ns(void)
 }
 
 /* Times each stage from its start event to its end event. */
-static void time_stage(struct turn_ctx *c, const json_t *event)
+static void time_stage(struct turn_ctx *c, const struct pipeline_event *event)
 {
-    const char *kind = json_string_value(json_object_get(event, "kind"));
-    int i = metrics_stage_index(json_string_value(json_object_get(event, "stage")));
+    const char *kind = event->kind;
+    int i = metrics_stage_index(event->stage);
 
-    if (i < 0 || !kind)
+    if (i < 0)
         return;
     if (!strcmp(kind, "start"))
         c->stage_start[i] = now_ns();
@@ -74,18 +74,16 @@ static void on_token(void *arg, const char *text, size_t n)
         bus_publish(c->bus, c->correlation_id, "token", json_pack("{s:s%}", "text", text, n));
 }
 
-static void on_event(void *arg, const json_t *event)
+static void on_event(void *arg, const struct pipeline_event *event)
 {
     struct turn_ctx *c = arg;
-    const char *level = json_string_value(json_object_get(event, "level"));
-    const char *user = json_string_value(json_object_get(event, "user_message"));
 
     time_stage(c, event);
-    if (!level || !strcmp(level, "technical") || !user)
-        return;
+    if (!event->user_message)
+        return;   /* a technical line */
     bus_publish(c->bus, c->correlation_id, "stage",
-                json_pack("{s:O?, s:O?, s:s}", "stage", json_object_get(event, "stage"), "kind",
-                          json_object_get(event, "kind"), "message", user));
+                json_pack("{s:s, s:s, s:s}", "stage", event->stage, "kind", event->kind,
+                          "message", event->user_message));
 }
 
 size_t server_answer_piece(const char *answer, size_t len, size_t at)
@@ -162,6 +160,7 @@ static void run_job(struct worker *w, struct job *job)
         .now_ms = job->now_ms,
         .on_event = on_event,
         .event_ctx = &ctx,
+        .no_events_list = 1,   /* the stream and the store carry them */
         .new_conversation_id = job->new_conversation ? job->conversation_id : NULL,
         .correlation_id = job->correlation_id,
         .on_token = on_token,

@@ -953,6 +953,8 @@ struct chat {
     struct pipeline *pl;
     int events;
     char last_stage[32];   /* the stage of the last event seen */
+    json_t *seen;          /* non-NULL: each event seen, as pipeline_event_json makes it */
+    int no_list;           /* turns run with no_events_list */
     int broken_states;     /* conversations a fault left unreadable (known bug) */
     int damaged_states;    /* turns that succeeded with a state missing parts (known bug) */
 };
@@ -995,21 +997,26 @@ static const char *str(const json_t *obj, const char *key)
     return json_string_value(json_object_get(obj, key));
 }
 
-static void count_event(void *ctx, const json_t *event)
+static void count_event(void *ctx, const struct pipeline_event *event)
 {
     struct chat *c = ctx;
 
-    ck_assert(json_is_object(event));
+    ck_assert_int_eq(event->seq, c->events + 1);
+    ck_assert(json_is_object(event->extra));
     c->events++;
-    snprintf(c->last_stage, sizeof(c->last_stage), "%s", str(event, "stage"));
+    snprintf(c->last_stage, sizeof(c->last_stage), "%s", event->stage);
+    if (c->seen)
+        ck_assert_int_eq(json_array_append_new(c->seen, pipeline_event_json(event)), 0);
 }
 
 static int turn_try(struct chat *c, const char *conversation, const char *message, size_t n,
                     const char *role, json_t **out, struct keel_error *err)
 {
     struct turn_request req = {.conversation_id = conversation, .message = message, .message_len = n,
-                               .role = role, .now_ms = T0, .on_event = count_event, .event_ctx = c};
+                               .role = role, .now_ms = T0, .on_event = count_event, .event_ctx = c,
+                               .no_events_list = c->no_list};
 
+    c->events = 0;
     keel_error_clear(err);
     return pipeline_turn(c->pl, &req, out, err);
 }
@@ -1083,9 +1090,11 @@ static void assert_events(const json_t *result)
 }
 
 /* publish stores the events as turn_emit wrote them down, one by one:
- * byte for byte the text of the events the turn returned (compacted as
- * the SQLite backend stores them), on both packs, with clarifications,
- * slot answers, searches, refinements, smalltalk and escapes. */
+ * byte for byte the text of the events on_event saw (compacted as the
+ * SQLite backend stores them), which are also the events the turn
+ * returned, with and without the result's list (no_events_list), on
+ * both packs, with clarifications, slot answers, searches, refinements,
+ * smalltalk and escapes. */
 static char fault_dir[64];   /* the turns TCase's SQLite folder (fault_backend_sqlite) */
 static char stored_text[1 << 16], expected_text[1 << 16];
 
@@ -1098,21 +1107,33 @@ START_TEST(test_turn_stored_events_are_the_results)
                    "as a provider in Florida"}},
     };
 
-    for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+    /* r even: the result holds events[], which must equal what on_event
+     * saw; r odd: no_events_list, so the stored text is all there is and
+     * must equal what on_event saw. */
+    for (size_t r = 0; r < 2 * sizeof(runs) / sizeof(runs[0]); r++) {
         struct chat c;
         struct store *store = NULL;
         struct keel_error err;
         char id[128] = "", path[sizeof(fault_dir) + 64], sql[256];
         snprintf(path, sizeof(path), "%s/events-%ld-%zu.db", fault_dir, (long)getpid(), r);
         ck_assert_int_eq(store_open(path, &store, &err), KEEL_OK);
-        chat_open_on(&c, store, runs[r].pack);
+        chat_open_on(&c, store, runs[r / 2].pack);
+        c.no_list = r % 2;
         for (int m = 0; m < 4; m++) {
-            json_t *out = turn_ok(&c, *id ? id : NULL, runs[r].messages[m]);
-            char *dumped = keel_json_dumps(json_object_get(out, "events"),
-                                           JSON_COMPACT | JSON_SORT_KEYS), *compact = NULL;
+            json_t *seen = c.seen = json_array();
+            json_t *out = turn_ok(&c, *id ? id : NULL, runs[r / 2].messages[m]);
+            char *dumped = keel_json_dumps(seen, JSON_COMPACT | JSON_SORT_KEYS), *compact = NULL;
             size_t len = 0;
+            c.seen = NULL;
             snprintf(id, sizeof(id), "%s", str(out, "conversation_id"));
-            assert_events(out);
+            ck_assert_int_eq(c.events, (int)json_array_size(seen));
+            if (c.no_list) {
+                ck_assert_ptr_null(json_object_get(out, "events"));
+            } else {
+                assert_events(out);
+                ck_assert(json_equal(json_object_get(out, "events"), seen));
+            }
+            json_decref(seen);
             ck_assert_ptr_nonnull(dumped);
             ck_assert_int_eq(store_events_compact(dumped, strlen(dumped),
                                                   str(out, "correlation_id"), &compact, &len),
@@ -1128,7 +1149,7 @@ START_TEST(test_turn_stored_events_are_the_results)
                 at++;
             ck_assert_msg(stored_text[at] == expected_text[at],
                           "%s turn %d: stored \"%.60s\", expected \"%.60s\" at byte %zu",
-                          runs[r].pack, m + 1, stored_text + at, expected_text + at, at);
+                          runs[r / 2].pack, m + 1, stored_text + at, expected_text + at, at);
             keel_free(dumped);
             keel_free(compact);
             json_decref(out);
@@ -1536,13 +1557,13 @@ struct interleave {
     char error[KEEL_ERROR_FIELD_MAX + KEEL_ERROR_MESSAGE_MAX + 2];
 };
 
-static void interleave_event(void *ctx, const json_t *event)
+static void interleave_event(void *ctx, const struct pipeline_event *event)
 {
     struct interleave *in = ctx;
     struct keel_error err;
     json_t *out = NULL;
 
-    if (in->done || strcmp(str(event, "stage"), "resolve") || strcmp(str(event, "kind"), "start"))
+    if (in->done || strcmp(event->stage, "resolve") || strcmp(event->kind, "start"))
         return;
     in->done = 1;
     in->rc = turn_try(in->other, in->id, "what about UHC?", 15, NULL, &out, &err);
