@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/utf8.h"
 #include "pipeline/turn.h"
+#include "store/store_events_text.h"
 
 /* A new reference to *cache, made from `text` on first use: a string
  * (or the empty object) that every event of a turn carries is one value,
@@ -56,7 +57,8 @@ static int json_piece(char *out, size_t n, const char *before, const char *text,
 
 /* Appends an emitted event's text to t->events_text: the keys in sorted
  * order with the same values as the event object, as keel_json_append
- * writes the events array. The parts every event of the turn (or of the
+ * writes the events array, without correlation_id when
+ * t->events_compacted. The parts every event of the turn (or of the
  * stage) repeats are made once (t->event_parts). The event was made, so
  * every text is UTF-8. */
 static int event_text(struct turn *t, int kind, const char *kind_name, const char *user,
@@ -78,7 +80,11 @@ static int event_text(struct turn *t, int kind, const char *kind_name, const cha
     size_t n = sizeof(seq);
     int rc = KEEL_OK;
 
-    if (!t->event_parts.head[0])
+    /* Written as the SQLite store keeps them, without the turn's id in
+     * each event (store_events_text.h), when the id allows. */
+    if (!t->event_parts.head[0] && (t->events_compacted = store_events_id_plain(t->correlation_id)))
+        snprintf(t->event_parts.head, sizeof(t->event_parts.head), "{\"extra\":");
+    else if (!t->event_parts.head[0])
         rc = json_piece(t->event_parts.head, sizeof(t->event_parts.head), "{\"correlation_id\":",
                         t->correlation_id, ",\"extra\":");
     if (!rc && t->event_parts.tail_stage != t->stage_name) {

@@ -102,6 +102,7 @@ int stage_publish(struct turn *t, struct keel_error *err)
     const char *tool = logged_tool(t);
     const json_t *args = tool ? json_object_get(t->tool_args, tool) : NULL;
     char *texts[7] = {NULL};
+    int compacted = 0;
     char *user = keel_strndup(t->req->message, t->req->message_len);   /* not NUL-terminated */
     int rc = KEEL_ENOMEM;
 
@@ -135,10 +136,12 @@ int stage_publish(struct turn *t, struct keel_error *err)
     texts[0] = dump(state);
     texts[1] = dump(t->deltas);
     /* the events as turn_emit wrote them down; else written now */
-    if (!t->events_text_failed && t->events_text.len && !keel_buf_addc(&t->events_text, ']'))
+    if (!t->events_text_failed && t->events_text.len && !keel_buf_addc(&t->events_text, ']')) {
         texts[2] = keel_buf_detach(&t->events_text, NULL);
-    else
+        compacted = t->events_compacted;
+    } else {
         texts[2] = t->events ? dump(t->events) : NULL;
+    }
     texts[3] = dump(t->sources);
     texts[4] = dump(json_object_get(decision, "reasons"));
     texts[5] = dump(decision);
@@ -161,6 +164,7 @@ int stage_publish(struct turn *t, struct keel_error *err)
     rec.state_json = texts[0];
     rec.deltas_json = texts[1];
     rec.events_json = texts[2];
+    rec.events_compacted = compacted;
     rec.sources_json = texts[3];
     rec.reasons_json = texts[4];
     rec.decision_json = texts[5];

@@ -85,6 +85,7 @@ struct turn {
      * writes no event twice. events_text_failed: use the dump instead. */
     struct keel_buf events_text;
     int events_text_failed;
+    int events_compacted;              /* events_text leaves out each event's correlation_id */
     struct {   /* the parts of an event's text the turn's events share */
         char head[KEEL_ID_MAX + 48];       /* {"correlation_id":"…","extra": */
         char tail[CONFIG_STAGE_MAX + 96];  /* ,"stage":"…","ts":"…","user_message": */

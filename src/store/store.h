@@ -254,6 +254,9 @@ struct store_turn_record {
     const char *state_json;      /* the full state after the turn's deltas */
     const char *deltas_json;
     const char *events_json;
+    int events_compacted;        /* 1: events_json is already without each event's
+                                  * correlation_id (store_events_compact's form, for an id
+                                  * store_events_id_plain accepts) */
     const char *sources_json;
     /* the decision log */
     const char *intent;

@@ -75,6 +75,13 @@ static size_t member_text(const char *id, char *member)
     return KEY_LEN + n + 2;
 }
 
+int store_events_id_plain(const char *correlation_id)
+{
+    char member[KEY_LEN + ID_MAX + 3];
+
+    return member_text(correlation_id, member) != 0;
+}
+
 /* Walks the top-level array `s`: for each object, `strip` 1 checks that
  * it begins with `member` and copies it without (but with its '{'),
  * `strip` 0 copies it with `member` in place of its '{'. */

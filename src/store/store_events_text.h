@@ -14,6 +14,10 @@
 
 #include <stddef.h>
 
+/* 1 when events of `correlation_id` can be compacted: 1 to 256 bytes
+ * that need no escaping in JSON (printable ASCII without '"' and '\\'). */
+int store_events_id_plain(const char *correlation_id);
+
 /* Copies `events` (`len` bytes) into a new NUL-terminated text *out
  * (*out_len bytes; free with keel_free) without the leading member
  * "correlation_id":"`correlation_id`", of each top-level object. Returns

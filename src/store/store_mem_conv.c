@@ -12,6 +12,7 @@
 
 #include "core/alloc.h"
 #include "core/json.h"
+#include "store/store_events_text.h"
 #include "store/store_mem_int.h"
 
 struct mem_conversations {
@@ -66,14 +67,15 @@ int mem_conv_load(const struct mem_conversations *conv, const char *id,
     return KEEL_OK;
 }
 
-static json_t *turn_json(const struct store_turn_record *rec)
+/* The stored turn; `events`: the record's events whole. */
+static json_t *turn_json(const struct store_turn_record *rec, const char *events)
 {
     return json_pack("{s:i,s:I,s:s,s:s,s:s,s:b,s:s,s:s,s:s,s:s,s:s?,s:s?,s:s?,s:s?,s:s?,s:s?,"
                      "s:s,s:s,s:s?,s:s?}",
                      "turn", rec->seq, "ts", (json_int_t)rec->ts_ms, "correlation_id",
                      rec->correlation_id, "user", rec->user_text, "assistant",
                      rec->assistant_text, "clarification", rec->clarification != 0, "state",
-                     rec->state_json, "deltas", rec->deltas_json, "events", rec->events_json,
+                     rec->state_json, "deltas", rec->deltas_json, "events", events,
                      "sources", rec->sources_json, "intent", rec->intent, "route", rec->route,
                      "tool", rec->tool, "arguments", rec->arguments_json, "stage_from",
                      rec->stage_from, "stage_to", rec->stage_to, "reasons", rec->reasons_json,
@@ -113,6 +115,8 @@ static int next_conversation(const struct mem_conversations *conv,
                              struct keel_error *err)
 {
     json_t *old = json_object_get(conv->by_id, rec->conversation_id), *c, *turn;
+    char *events = NULL;
+    int rc;
 
     if (rec->seq == 1 && old)
         return keel_error_set(err, KEEL_EFAIL, "conversation_id",
@@ -123,11 +127,20 @@ static int next_conversation(const struct mem_conversations *conv,
         return keel_error_set(err, KEEL_EFAIL, "conversation_id",
                               "conversation \"%s\" changed since it was read (turn %d of %s)",
                               rec->conversation_id, rec->seq, rec->pack);
+    /* this backend keeps the events whole */
+    if (rec->events_compacted &&
+        (rc = store_events_expand(rec->events_json, strlen(rec->events_json), rec->correlation_id,
+                                  4 * STORE_TEXT_MAX, &events, NULL)))
+        return rc == KEEL_ENOMEM ? keel_error_set(err, rc, "events", "out of memory")
+                                 : keel_error_set(err, rc, "events", "not compacted events");
     c = old ? json_copy(old) : json_pack("{s:s,s:I,s:[],s:s?}", "pack", rec->pack, "created",
                                          (json_int_t)rec->ts_ms, "list", "owner", rec->owner);
+    if (!c)
+        keel_free(events);
     if (c) {   /* a shallow copy: the list is new, its turns shared */
         json_t *list = json_copy(json_object_get(c, "list"));
-        turn = turn_json(rec);
+        turn = turn_json(rec, events ? events : rec->events_json);
+        keel_free(events);   /* copied into turn */
         if (!list || !turn || json_array_append_new(list, turn)) {
             json_decref(list);   /* append_new consumed turn, also on failure */
             if (!list)
@@ -146,8 +159,7 @@ static int next_conversation(const struct mem_conversations *conv,
     if (!c)
         return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
     if (rec->scenario_changed) {
-        int rc = set_scenario(c, rec->conversation_id, rec->scenario_version, rec->scenario_json,
-                              err);
+        rc = set_scenario(c, rec->conversation_id, rec->scenario_version, rec->scenario_json, err);
         if (rc) {
             json_decref(c);
             return rc;

@@ -103,8 +103,11 @@ static int write_turn(struct sqlite_store *st, const struct store_turn_record *r
     sqlite3_stmt *stmt = st->stmt[ST_TURN_INSERT];
     char *events = NULL;
     size_t events_len = 0;
-    int rc = store_events_compact(rec->events_json, strlen(rec->events_json),
-                                  rec->correlation_id, &events, &events_len);
+    int rc = rec->events_compacted ? KEEL_OK
+                                   : store_events_compact(rec->events_json,
+                                                          strlen(rec->events_json),
+                                                          rec->correlation_id, &events,
+                                                          &events_len);
 
     if (rc == KEEL_ENOMEM)
         return keel_error_set(err, KEEL_ENOMEM, "events", "out of memory");
@@ -129,7 +132,9 @@ static int write_turn(struct sqlite_store *st, const struct store_turn_record *r
     BIND_TEXT(stmt, 18, rec->scenario_json);         /* NULL binds NULL: none */
     BIND_TEXT(stmt, 19, rec->scenario_delta_json);
     BIND_TEXT(stmt, 20, rec->decision_json);
-    if (rc == KEEL_OK)
+    if (rec->events_compacted)
+        BIND_TEXT(stmt, 21, rec->events_json);
+    else if (rc == KEEL_OK)
         sqlite3_bind_text(stmt, 21, events, (int)events_len, SQLITE_STATIC);
     else
         BIND_TEXT(stmt, 21, rec->events_json);

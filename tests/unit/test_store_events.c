@@ -4,7 +4,9 @@
  * every top-level event, expand puts it back byte for byte, and any text
  * not of exactly that form is left alone (KEEL_EINVAL) rather than
  * changed. The last test saves a turn through the SQLite store and reads
- * it back: compacted in the row, whole through store_get_turn.
+ * it back: compacted in the row, whole through store_get_turn; events
+ * the caller compacted are stored as they are (SQLite) or put back
+ * whole (in memory).
  */
 #include <stdio.h>
 #include <string.h>
@@ -159,6 +161,55 @@ START_TEST(test_events_stored_compact_read_whole)
 }
 END_TEST
 
+/* Events the caller wrote compact already (events_compacted, as the
+ * pipeline does) are stored as they are by SQLite and put back whole by
+ * the in-memory store; both read them whole. Text that is not compact
+ * is refused by the in-memory store, naming the field. */
+START_TEST(test_events_given_compact)
+{
+    static const char *const whole = "[{" CID ",\"seq\":1},{" CID ",\"extra\":{},\"seq\":2}]";
+    static const char *const compact = "[{\"seq\":1},{\"extra\":{},\"seq\":2}]";
+    struct store *stores[2] = {unit_store_fresh(), NULL};
+    char path[UNIT_STORE_PATH_MAX], result[512];
+    struct keel_error err;
+    json_t *turn = NULL, *want = json_loads(whole, 0, NULL);
+
+    snprintf(path, sizeof(path), "%s", unit_store_path());
+    ck_assert_int_eq(store_open("mem:", &stores[1], &err), KEEL_OK);
+    ck_assert(store_events_id_plain(ID));
+    ck_assert(!store_events_id_plain("turn_\"q"));
+    ck_assert(!store_events_id_plain(""));
+    for (int i = 0; i < 2; i++) {
+        struct store_turn_record rec = {
+            .conversation_id = "conv_c", .pack = "payer", .seq = 1, .correlation_id = ID,
+            .ts_ms = 1000, .user_text = "q", .assistant_text = "a", .state_json = "{}",
+            .deltas_json = "[]", .events_json = compact, .events_compacted = 1,
+            .sources_json = "[]", .reasons_json = "[]", .decision_json = "{}"};
+        keel_error_clear(&err);
+        ck_assert_msg(store_save_turn(stores[i], &rec, &err) == KEEL_OK, "%s", err.message);
+        ck_assert_int_eq(store_get_turn(stores[i], ID, &turn, &err), KEEL_OK);
+        ck_assert(json_equal(json_object_get(turn, "events"), want));
+        json_decref(turn);
+    }
+    {
+        struct store_turn_record rec = {
+            .conversation_id = "conv_d", .pack = "payer", .seq = 1, .correlation_id = "turn_d",
+            .ts_ms = 1000, .user_text = "q", .assistant_text = "a", .state_json = "{}",
+            .deltas_json = "[]", .events_json = "[{}]", .events_compacted = 1,
+            .sources_json = "[]", .reasons_json = "[]", .decision_json = "{}"};
+        keel_error_clear(&err);
+        ck_assert_int_eq(store_save_turn(stores[1], &rec, &err), KEEL_EINVAL);
+        ck_assert_str_eq(err.field, "events");
+    }
+    for (int i = 0; i < 2; i++)
+        store_close(stores[i]);
+    json_decref(want);
+    unit_sql_text(path, "SELECT events_compact || ' ' || events FROM turns", result,
+                  sizeof(result));
+    ck_assert_str_eq(result, "1 [{\"seq\":1},{\"extra\":{},\"seq\":2}]");
+}
+END_TEST
+
 /* A turn's events have no cap of their own (publish allows 4 x
  * STORE_TEXT_MAX): events that pass STORE_TEXT_MAX once put back are read
  * whole, as they were before they were stored compact. */
@@ -211,6 +262,7 @@ Suite *suite_store_events(void)
     unit_leak_fixture(file);
     tcase_set_timeout(file, 60);
     tcase_add_test(file, test_events_stored_compact_read_whole);
+    tcase_add_test(file, test_events_given_compact);
     tcase_add_test(file, test_events_past_text_max_read_whole);
     suite_add_tcase(s, file);
     return s;
