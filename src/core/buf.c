@@ -58,7 +58,7 @@ int keel_buf_grow(struct keel_buf *buf, size_t extra)
     return KEEL_OK;
 }
 
-int keel_buf_add(struct keel_buf *buf, const void *data, size_t n)
+int keel_buf_add_grow(struct keel_buf *buf, const void *data, size_t n)
 {
     int rc = keel_buf_grow(buf, n);
 
@@ -69,16 +69,6 @@ int keel_buf_add(struct keel_buf *buf, const void *data, size_t n)
     buf->len += n;
     buf->data[buf->len] = '\0';
     return KEEL_OK;
-}
-
-int keel_buf_adds(struct keel_buf *buf, const char *s)
-{
-    return keel_buf_add(buf, s, strlen(s));
-}
-
-int keel_buf_addc(struct keel_buf *buf, char c)
-{
-    return keel_buf_add(buf, &c, 1);
 }
 
 int keel_buf_vaddf(struct keel_buf *buf, const char *fmt, va_list ap)

@@ -58,8 +58,8 @@ static int json_piece(char *out, size_t n, const char *before, const char *text,
 /* Appends an emitted event's text to t->events_text: the keys in sorted
  * order with the same values as the event object, as keel_json_append
  * writes the events array, without correlation_id when
- * t->events_compacted. The parts every event of the turn (or of the
- * stage) repeats are made once (t->event_parts). The event was made, so
+ * t->events_compacted. The parts every event of the turn repeats are
+ * made once (t->event_parts). The event was made, so
  * every text is UTF-8. */
 static int event_text(struct turn *t, int kind, const char *kind_name, const char *user,
                       const char *message, const json_t *extra, const char *ts)
@@ -82,19 +82,16 @@ static int event_text(struct turn *t, int kind, const char *kind_name, const cha
 
     /* Written as the SQLite store keeps them, without the turn's id in
      * each event (store_events_text.h), when the id allows. */
-    if (!t->event_parts.head[0] && (t->events_compacted = store_events_id_plain(t->correlation_id)))
-        snprintf(t->event_parts.head, sizeof(t->event_parts.head), "{\"extra\":");
-    else if (!t->event_parts.head[0])
-        rc = json_piece(t->event_parts.head, sizeof(t->event_parts.head), "{\"correlation_id\":",
-                        t->correlation_id, ",\"extra\":");
-    if (!rc && t->event_parts.tail_stage != t->stage_name) {
-        char stage[CONFIG_STAGE_MAX + 16];
-        t->event_parts.tail_stage = NULL;
-        rc = json_piece(stage, sizeof(stage), ",\"stage\":", t->stage_name, ",\"ts\":");
-        rc = rc ? rc : json_piece(t->event_parts.tail, sizeof(t->event_parts.tail), stage, ts,
-                                  ",\"user_message\":");
-        if (!rc)
-            t->event_parts.tail_stage = t->stage_name;
+    if (!t->event_parts.head[0]) {
+        if ((t->events_compacted = store_events_id_plain(t->correlation_id)))
+            snprintf(t->event_parts.head, sizeof(t->event_parts.head), "{\"extra\":");
+        else
+            rc = json_piece(t->event_parts.head, sizeof(t->event_parts.head),
+                            "{\"correlation_id\":", t->correlation_id, ",\"extra\":");
+        rc = rc ? rc : json_piece(t->event_parts.tail, sizeof(t->event_parts.tail), ",\"ts\":",
+                                  ts, ",\"user_message\":");
+        if (rc)
+            t->event_parts.head[0] = '\0';
     }
     for (unsigned v = (unsigned)t->event_seq; n == sizeof(seq) || v; v /= 10)
         seq[--n] = (char)('0' + v % 10);
@@ -114,6 +111,8 @@ static int event_text(struct turn *t, int kind, const char *kind_name, const cha
     rc = rc ? rc : keel_json_write_string(b, message, strlen(message));
     rc = rc ? rc : keel_buf_add(b, ",\"seq\":", 7);
     rc = rc ? rc : keel_buf_add(b, seq + n, sizeof(seq) - n);
+    rc = rc ? rc : keel_buf_add(b, ",\"stage\":", 9);
+    rc = rc ? rc : keel_json_write_string(b, t->stage_name, strlen(t->stage_name));
     rc = rc ? rc : keel_buf_adds(b, t->event_parts.tail);
     rc = rc ? rc : user ? keel_json_write_string(b, user, strlen(user)) : keel_buf_add(b, "null", 4);
     rc = rc ? rc : keel_buf_addc(b, '}');
@@ -185,7 +184,15 @@ int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
     if (!key && strcmp(kind, "start"))
         user = NULL;
     va_start(ap, fmt);
-    vsnprintf(message, sizeof(message), fmt, ap);
+    if (!strcmp(fmt, "%s")) {   /* most lines: no formatting to do */
+        const char *line = va_arg(ap, const char *);
+        size_t n = strlen(line);
+        n = n < sizeof(message) ? n : sizeof(message) - 1;
+        memcpy(message, line, n);
+        message[n] = '\0';
+    } else {
+        vsnprintf(message, sizeof(message), fmt, ap);
+    }
     va_end(ap);
     /* a line cut short may end inside a character: end it before */
     message[utf8_valid_prefix(message, strlen(message))] = '\0';

@@ -24,15 +24,16 @@
 struct stage {
     const char *name;
     stage_fn run;
+    const char *started, *done;   /* its start and end event lines */
 };
 
 /* In order. Publish always runs, also after a stage ended the turn. */
+#define STAGE(name) {#name, stage_##name, #name " started", #name " done"}
 static const struct stage stages[] = {
-    {"load", stage_load},         {"classify", stage_classify}, {"decide", stage_decide},
-    {"plan", stage_plan},         {"clarify", stage_clarify},   {"resolve", stage_resolve},
-    {"compose", stage_compose},   {"artifact", stage_artifact}, {"remember", stage_remember},
-    {"publish", stage_publish},
+    STAGE(load),    STAGE(classify), STAGE(decide),   STAGE(plan),     STAGE(clarify),
+    STAGE(resolve), STAGE(compose),  STAGE(artifact), STAGE(remember), STAGE(publish),
 };
+#undef STAGE
 
 #define N_STAGES (sizeof(stages) / sizeof(stages[0]))
 
@@ -467,7 +468,7 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
         if (t.ended && stages[i].run != stage_publish)
             continue;
         t.stage_name = stages[i].name;
-        if (turn_emit(&t, "start", NULL, NULL, "%s started", stages[i].name)) {
+        if (turn_emit(&t, "start", NULL, NULL, "%s", stages[i].started)) {
             rc = keel_error_set(err, KEEL_ENOMEM, stages[i].name, "out of memory");
             goto out;
         }
@@ -476,7 +477,7 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
         /* publish emits its own end before it writes, so the stored
          * events are complete. */
         if (stages[i].run != stage_publish &&
-            turn_emit(&t, "end", NULL, NULL, "%s done", stages[i].name)) {
+            turn_emit(&t, "end", NULL, NULL, "%s", stages[i].done)) {
             rc = keel_error_set(err, KEEL_ENOMEM, stages[i].name, "out of memory");
             goto out;
         }

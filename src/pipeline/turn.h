@@ -10,6 +10,7 @@
 
 #include "artifact/artifact.h"
 #include "core/buf.h"
+#include "core/clock.h"
 #include "core/id.h"
 #include "pipeline/config.h"
 #include "pipeline/handlers.h"
@@ -88,8 +89,7 @@ struct turn {
     int events_compacted;              /* events_text leaves out each event's correlation_id */
     struct {   /* the parts of an event's text the turn's events share */
         char head[KEEL_ID_MAX + 48];       /* {"correlation_id":"…","extra": */
-        char tail[CONFIG_STAGE_MAX + 96];  /* ,"stage":"…","ts":"…","user_message": */
-        const char *tail_stage;            /* the stage `tail` names */
+        char tail[KEEL_RFC3339_MAX + 48];  /* ,"ts":"…","user_message": */
     } event_parts;
 
     /* classify */
