@@ -9,6 +9,8 @@
  * the events after a number they already have (SSE Last-Event-ID) and
  * of the result. Finished records stay for `keep_ms` or until `capacity`
  * records exist (oldest finished first), then readers turn to the store.
+ * A record dropped to make room for a new turn (bus_open, on the HTTP
+ * loop) is freed by the next bus_finish (on a worker), outside the lock.
  * A notify function (set once) is called after every change, from the
  * changing thread: the HTTP loop uses it to wake up. This implementation
  * is in process; a Redis stream can stand behind it later.

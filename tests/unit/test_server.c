@@ -156,6 +156,31 @@ START_TEST(test_bus_numbers_events_and_keeps_results)
 }
 END_TEST
 
+/* A record bus_open drops is freed by the next bus_finish, not by
+ * bus_open (the HTTP loop), and bus_free frees what still waits. */
+START_TEST(test_bus_frees_dropped_records_on_finish)
+{
+    struct bus *bus = bus_new(2, 1000000, count_notify, NULL);
+    json_t *result = json_object(), *later = json_object();
+
+    ck_assert_int_eq(bus_open(bus, "turn_1", "c", "", 0), KEEL_OK);
+    ck_assert_int_eq(bus_open(bus, "turn_2", "c", "", 0), KEEL_OK);
+    bus_finish(bus, "turn_1", json_incref(result), NULL, 10);
+    ck_assert_uint_eq(result->refcount, 2);   /* ours and the record's */
+    ck_assert_int_eq(bus_open(bus, "turn_3", "c", "", 0), KEEL_OK);   /* turn_1 goes */
+    ck_assert_int_eq(bus_read(bus, "turn_1", 0, NULL, NULL, NULL, NULL, 0), BUS_UNKNOWN);
+    ck_assert_uint_eq(result->refcount, 2);   /* dropped, not yet freed */
+    bus_finish(bus, "turn_2", json_incref(later), NULL, 20);
+    ck_assert_uint_eq(result->refcount, 1);   /* freed by the finish */
+    ck_assert_int_eq(bus_open(bus, "turn_4", "c", "", 0), KEEL_OK);   /* turn_2 goes */
+    ck_assert_uint_eq(later->refcount, 2);
+    bus_free(bus);
+    ck_assert_uint_eq(later->refcount, 1);
+    json_decref(result);
+    json_decref(later);
+}
+END_TEST
+
 /* A full bus drops its oldest finished turn, in the order turns finished,
  * also after many finishes (the ring wraps), ids already expired or
  * forgotten are skipped, and running turns are never dropped. */
@@ -260,6 +285,7 @@ Suite *suite_server(void)
     unit_leak_fixture(tc);
     tcase_add_test(tc, test_queue_keeps_a_conversation_in_order);
     tcase_add_test(tc, test_queue_capacity_and_free);
+    tcase_add_test(tc, test_bus_frees_dropped_records_on_finish);
     tcase_add_test(tc, test_queue_pop_waits_for_a_job);
     tcase_add_test(tc, test_bus_numbers_events_and_keeps_results);
     tcase_add_test(tc, test_bus_drops_oldest_finished_first);
