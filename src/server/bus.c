@@ -32,7 +32,7 @@ struct bus {
      * HTTP loop's time per request (bus_open drops one per new turn). */
     json_t **dead;
     size_t n_dead;
-    void (*notify)(void *);
+    void (*notify)(void *, int);
     void *ctx;
 };
 
@@ -43,7 +43,7 @@ const char *bus_status_name(enum bus_status status)
     return (unsigned)status < sizeof(names) / sizeof(names[0]) ? names[status] : "unknown";
 }
 
-struct bus *bus_new(size_t capacity, int64_t keep_ms, void (*notify)(void *), void *ctx)
+struct bus *bus_new(size_t capacity, int64_t keep_ms, void (*notify)(void *, int), void *ctx)
 {
     struct bus *bus = keel_calloc(1, sizeof(*bus));
 
@@ -82,10 +82,11 @@ void bus_free(struct bus *bus)
     keel_free(bus);
 }
 
-static void wake(struct bus *bus)
+/* `ended`: a turn ended (bus_finish). */
+static void wake(struct bus *bus, int ended)
 {
     if (bus->notify)
-        bus->notify(bus->ctx);
+        bus->notify(bus->ctx, ended);
 }
 
 /* Takes record `key` out of the bus; its values are freed later, by
@@ -202,7 +203,7 @@ static void set_status(struct bus *bus, const char *correlation_id, enum bus_sta
 void bus_running(struct bus *bus, const char *correlation_id)
 {
     set_status(bus, correlation_id, BUS_RUNNING);
-    wake(bus);
+    wake(bus, 0);
 }
 
 long bus_append(struct bus *bus, const char *correlation_id, const char *name, json_t *data)
@@ -229,7 +230,7 @@ long bus_publish(struct bus *bus, const char *correlation_id, const char *name, 
     long id = bus_append(bus, correlation_id, name, data);
 
     if (id)
-        wake(bus);
+        wake(bus, 0);
     return id;
 }
 
@@ -264,7 +265,7 @@ void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, jso
     pthread_mutex_unlock(&bus->lock);
     json_decref(result);
     json_decref(error);
-    wake(bus);
+    wake(bus, 1);
     free_dead(bus);   /* after the wake: the loop need not wait for this */
 }
 

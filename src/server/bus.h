@@ -12,7 +12,8 @@
  * A record dropped to make room for a new turn (bus_open, on the HTTP
  * loop) is freed by the next bus_finish (on a worker), outside the lock.
  * A notify function (set once) is called after every change, from the
- * changing thread: the HTTP loop uses it to wake up. This implementation
+ * changing thread, with `ended` 1 when a turn ended (bus_finish), else 0:
+ * the HTTP loop uses it to wake up. This implementation
  * is in process; a Redis stream can stand behind it later.
  */
 #ifndef KEEL_SERVER_BUS_H
@@ -27,7 +28,7 @@ enum bus_status { BUS_UNKNOWN, BUS_QUEUED, BUS_RUNNING, BUS_DONE, BUS_FAILED };
 struct bus;
 
 /* NULL when out of memory. */
-struct bus *bus_new(size_t capacity, int64_t keep_ms, void (*notify)(void *), void *ctx);
+struct bus *bus_new(size_t capacity, int64_t keep_ms, void (*notify)(void *, int), void *ctx);
 void bus_free(struct bus *bus);
 
 /* Starts the record of a queued turn. KEEL_ENOMEM; KEEL_EFAIL when the

@@ -27,11 +27,14 @@
 #define BUS_KEEP_MS (10 * 60 * 1000)
 
 /* Wakes the loop from any thread (evthread makes event_active safe). */
-static void notify(void *arg)
+static void notify(void *arg, int ended)
 {
     struct server *srv = arg;
 
-    event_active(srv->wake, EV_READ, 0);
+    /* A turn's events concern only streams; its end also ?wait=1 waiters
+     * (a wake-up is a syscall on each side, several per turn). */
+    if (ended || atomic_load(&srv->streams_open))
+        event_active(srv->wake, EV_READ, 0);
 }
 
 static void on_wake(evutil_socket_t fd, short what, void *arg)

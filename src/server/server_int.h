@@ -101,6 +101,8 @@ struct server {
     int n_workers;
     struct stream *streams;
     size_t n_streams;
+    atomic_size_t streams_open;      /* n_streams, for other threads: notify skips waking
+                                      * the loop for a turn's events no stream follows */
     struct stream *pump_head, *pump_tail;   /* streams with something to send */
     struct event *pump;              /* sends for the next few of them (streams.c) */
     struct waiter *waiters;

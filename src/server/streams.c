@@ -113,6 +113,7 @@ static void stream_unlink(struct stream *s)
     if (s->next)
         s->next->prev = s->prev;
     srv->n_streams--;
+    atomic_store(&srv->streams_open, srv->n_streams);
 }
 
 static void on_stream_closed(struct evhttp_connection *conn, void *arg)
@@ -377,6 +378,9 @@ void stream_open(struct server *srv, struct evhttp_request *req, const char *cid
         s->next->prev = s;
     srv->streams = s;
     srv->n_streams++;
+    /* Before the stream first reads the bus (pump_queue): an event a
+     * worker adds after that read sees the stream and wakes the loop. */
+    atomic_store(&srv->streams_open, srv->n_streams);
     stream_headers(req);
     http_log(req, 200, cid);
     evhttp_send_reply_start(req, 200, "OK");

@@ -101,12 +101,13 @@ START_TEST(test_queue_pop_waits_for_a_job)
 }
 END_TEST
 
-static int notified;
+static int notified, notified_ended;
 
-static void count_notify(void *ctx)
+static void count_notify(void *ctx, int ended)
 {
     (void)ctx;
     notified++;
+    notified_ended += ended;
 }
 
 START_TEST(test_bus_numbers_events_and_keeps_results)
@@ -115,7 +116,7 @@ START_TEST(test_bus_numbers_events_and_keeps_results)
     json_t *events = NULL, *result = NULL, *error = NULL;
     char conv[64], owner[32];
 
-    notified = 0;
+    notified = notified_ended = 0;
     ck_assert_int_eq(bus_open(bus, "turn_1", "conv_1", "alice", 0), KEEL_OK);
     ck_assert_int_eq(bus_read(bus, "turn_1", 0, NULL, NULL, NULL, NULL, 0), BUS_QUEUED);
     bus_running(bus, "turn_1");
@@ -138,6 +139,7 @@ START_TEST(test_bus_numbers_events_and_keeps_results)
     json_decref(result);
     ck_assert_uint_eq(bus_open_turns(bus), 0);
     ck_assert_int_ge(notified, 4);   /* running, two publishes, finish */
+    ck_assert_int_eq(notified_ended, 1);   /* only the finish says a turn ended */
 
     /* Capacity 3: finished turns make room, running ones do not. */
     ck_assert_int_eq(bus_open(bus, "turn_2", "c", "", 0), KEEL_OK);
