@@ -419,19 +419,58 @@ static json_t *result_json(struct turn *t)
         json_decref(bp);
         return NULL;
     }
-    return json_pack("{s:s,s:i,s:s,s:s,s:O,s:o,s:s,s:s,s:s?,s:s,s:s,s:O,s:O,s:o,s:O*,s:O,s:o,"
-                     "s:O*, s:O*, s:b, s:O*, s:o, s:O*}",
-                     "conversation_id", t->conversation_id, "turn", t->seq, "correlation_id",
-                     t->correlation_id, "answer", t->answer.data, "sources", t->sources,
-                     "decision", decision, "stage", t->state.stage, "stage_before",
-                     t->stage_before, "clarification", t->clarification, "kind",
-                     t->kind == TURN_SLOT_FILL ? "slot_fill" : "new_question", "refined_query",
-                     t->state.refined_query, "tools_called", t->tools_called, "tool_args",
-                     t->tool_args, "state", state, "events", t->events, "deltas", t->deltas,
-                     "blueprint", bp, "providers", t->provider_reports, "model", t->model_log,
-                     "streamed", t->streamed, "memory",
-                     t->memory_decision ? memory_decision_json(t->memory_decision) : NULL,
-                     "artifact", artifact, "artifact_gate", t->artifact_gate);
+    /* Set one by one, not by json_pack: its format walk and the answer's
+     * byte-by-byte UTF-8 check cost a turn ~35k instructions. Members in
+     * json_pack's order; a NULL optional one is left out (O*), a NULL
+     * required one fails the result (a failed allocation). */
+    struct { const char *key; json_t *value; int optional; } m[] = {
+        {"conversation_id", json_string(t->conversation_id), 0},
+        {"turn", json_integer(t->seq), 0},
+        {"correlation_id", json_string(t->correlation_id), 0},
+        {"answer", NULL, 2},   /* 2: set from t->answer (keel_json_set_text) */
+        {"sources", json_incref(t->sources), 0},
+        {"decision", decision, 0},
+        {"stage", json_string(t->state.stage), 0},
+        {"stage_before", json_string(t->stage_before), 0},
+        {"clarification", t->clarification ? json_string(t->clarification) : json_null(), 0},
+        {"kind", json_string(t->kind == TURN_SLOT_FILL ? "slot_fill" : "new_question"), 0},
+        {"refined_query", json_string(t->state.refined_query), 0},
+        {"tools_called", json_incref(t->tools_called), 0},
+        {"tool_args", json_incref(t->tool_args), 0},
+        {"state", state, 0},
+        {"events", json_incref(t->events), 1},
+        {"deltas", json_incref(t->deltas), 0},
+        {"blueprint", bp, 0},
+        {"providers", json_incref(t->provider_reports), 1},
+        {"model", json_incref(t->model_log), 1},
+        {"streamed", json_boolean(t->streamed), 0},
+        {"memory",
+         t->memory_decision ? json_incref((json_t *)memory_decision_json(t->memory_decision))
+                            : NULL,
+         1},
+        {"artifact", artifact, 0},
+        {"artifact_gate", json_incref(t->artifact_gate), 1},
+    };
+    json_t *out = json_object();
+    int failed = !out;
+
+    for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+        if (m[i].optional == 2) {
+            failed = failed || keel_json_set_text(out, m[i].key, t->answer.data);
+        } else if (!m[i].value && m[i].optional) {
+            continue;
+        } else if (failed || !m[i].value) {
+            json_decref(m[i].value);
+            failed = 1;
+        } else if (json_object_set_new_nocheck(out, m[i].key, m[i].value)) {
+            failed = 1;   /* (set_new took the value) */
+        }
+    }
+    if (failed) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
 }
 
 int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **result,
