@@ -19,6 +19,19 @@
 #define PASSAGES_PER_ANSWER 3
 #define ABSTRACT_SENTENCE_MAX 300
 
+/* Byte classes, read per byte of every passage and abstract (a table,
+ * not strchr per byte): where a sentence may end, and what add_plain
+ * does not copy as it is. */
+enum {
+    B_STOP = 1,    /* . ? ! */
+    B_BREAK = 2,   /* a newline, or the | of a table row */
+    B_MARK = 4,    /* | _ * : add_plain looks at these */
+};
+static const unsigned char byte_class[256] = {
+    ['.'] = B_STOP, ['?'] = B_STOP, ['!'] = B_STOP, ['\n'] = B_BREAK,
+    ['|'] = B_BREAK | B_MARK, ['_'] = B_MARK, ['*'] = B_MARK,
+};
+
 int turn_template(struct keel_buf *b, const char *tmpl, const char *const *names,
                   const char *const *values, int n)
 {
@@ -72,15 +85,21 @@ static int add_first_sentence(struct keel_buf *b, const char *text)
 {
     size_t n = 0, len = strlen(text);
 
-    while (n < len && !(strchr(".?!", text[n]) && (text[n + 1] == ' ' || !text[n + 1])))
+    while (n < len && !((byte_class[(unsigned char)text[n]] & B_STOP) &&
+                        (text[n + 1] == ' ' || !text[n + 1])))
         n++;
     if (n < len)
         n++;
     if (n > ABSTRACT_SENTENCE_MAX) {
+        int rc;
         n = ABSTRACT_SENTENCE_MAX;
         while (n > 0 && text[n] != ' ')
             n--;
-        return keel_buf_addf(b, "%.*s\u2026", (int)n, text);
+        /* room for both first: all of it or nothing is added */
+        if ((rc = keel_buf_grow(b, n + strlen("\u2026"))))
+            return rc;
+        keel_buf_add(b, text, n);
+        return keel_buf_adds(b, "\u2026");
     }
     return keel_buf_add(b, text, n);
 }
@@ -186,7 +205,11 @@ static int add_plain(struct keel_buf *b, const char *prefix, const char *text, s
         } else if (text[i] == '_' && i + 1 < n && text[i + 1] == '_') {
             i++;
         } else if (text[i] != '*') {
-            rc = keel_buf_addc(b, text[i]);
+            size_t end = i + 1;   /* the run of bytes copied as they are */
+            while (end < n && !(byte_class[(unsigned char)text[end]] & B_MARK))
+                end++;
+            rc = keel_buf_add(b, text + i, end - i);
+            i = end - 1;
         }
     }
     return rc;
@@ -221,10 +244,13 @@ static int pick_sentences(const struct tool_words *query, const char *text,
 
     memset(best, 0, SENTENCES_PER_PASSAGE * sizeof(*best));
     for (size_t i = 0; i <= len; i++) {
+        if (i < len && !(byte_class[(unsigned char)text[i]] & (B_STOP | B_BREAK)))
+            continue;   /* no sentence ends here */
         /* "8 a.m. to 7 p.m." does not end at "a.m.": a full stop ends a
          * sentence only before a capital, a digit or the end. */
         int end = i == len || text[i] == '\n' || row_end(text, i, len) ||
-                  (strchr(".?!", text[i]) && (i + 1 == len || text[i + 1] == ' ') &&
+                  ((byte_class[(unsigned char)text[i]] & B_STOP) &&
+                   (i + 1 == len || text[i + 1] == ' ') &&
                    !(text[i] == '.' && i + 2 < len && islower((unsigned char)text[i + 2])));
         if (!end)
             continue;
