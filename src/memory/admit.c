@@ -717,11 +717,18 @@ int memory_search(struct memory *m, const char *owner, const char *query, int li
     /* Another process may have superseded or erased a run since the
      * sync: never returned all the same; nor another owner's. */
     keep_own(runs, owner, 1);
-    json_array_foreach(runs, i, r)
+    json_array_foreach(runs, i, r) {
+        /* the store's runs may be shared (store_memory_get): a copy
+         * takes the similarity */
+        if (json_array_set_new(runs, i, r = json_copy(r))) {
+            json_decref(runs);
+            return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+        }
         for (size_t k = 0; k < n; k++)
             if (!strcmp(json_string_value(json_object_get(r, "id")), hits[k].id))
                 json_object_set_new(r, "similarity",
                                     json_real(round(hits[k].similarity * 1e4) / 1e4));
+    }
     *out = runs;
     return KEEL_OK;
 }

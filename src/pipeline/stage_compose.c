@@ -26,9 +26,10 @@ enum {
     B_STOP = 1,    /* . ? ! */
     B_BREAK = 2,   /* a newline, or the | of a table row */
     B_MARK = 4,    /* | _ * : add_plain looks at these */
+    B_END = 8,     /* the terminating NUL */
 };
 static const unsigned char byte_class[256] = {
-    ['.'] = B_STOP, ['?'] = B_STOP, ['!'] = B_STOP, ['\n'] = B_BREAK,
+    ['\0'] = B_END, ['.'] = B_STOP, ['?'] = B_STOP, ['!'] = B_STOP, ['\n'] = B_BREAK,
     ['|'] = B_BREAK | B_MARK, ['_'] = B_MARK, ['*'] = B_MARK,
 };
 
@@ -153,6 +154,20 @@ static int compose_papers(struct turn *t, const struct sub_result *r, struct kee
     return KEEL_OK;
 }
 
+/* Sets `key` (ASCII) of `obj` to `value`, taking it (NULL: fails);
+ * nonzero on failure. */
+static int set_new(json_t *obj, const char *key, json_t *value)
+{
+    return json_object_set_new_nocheck(obj, key, value);
+}
+
+/* Sets `key` (ASCII) of `obj` to a new reference to `value`, null for
+ * NULL; nonzero on failure. */
+static int set(json_t *obj, const char *key, const json_t *value)
+{
+    return set_new(obj, key, value ? json_incref((json_t *)value) : json_null());
+}
+
 int compose_cite(struct turn *t, const json_t *item)
 {
     const json_t *doc = json_object_get(item, "document_id"), *id = json_object_get(item, "id");
@@ -167,22 +182,30 @@ int compose_cite(struct turn *t, const json_t *item)
             (paper && id && json_equal(id, json_object_get(s, "id"))))
             return (int)json_integer_value(json_object_get(s, "n"));
     n = (int)json_array_size(t->sources) + 1;
-    if (paper)
-        entry = json_pack("{s:i,s:s,s:O?,s:O?,s:O?,s:s?,s:O?,s:O?}", "n", n, "kind", "paper", "id",
-                          id, "title", json_object_get(item, "title"), "year",
-                          json_object_get(item, "year"), "url",
-                          url ? url : json_string_value(json_object_get(item, "url")), "venue",
-                          json_object_get(item, "venue"), "is_open_access",
-                          json_object_get(item, "is_open_access"));
-    else
-        entry = json_pack("{s:i,s:s,s:O?,s:O?,s:O?,s:O?,s:O?,s:O?}", "n", n, "kind",
-                          doc ? "passage" : "web", "document_id", doc, "title",
-                          json_object_get(item, "title"), "section",
-                          json_object_get(item, "section"), "source",
-                          json_object_get(item, doc ? "source" : "url"), "confidence",
-                          json_object_get(item, "confidence"), "band",
-                          json_object_get(item, "band"));
+    if (!url && paper)
+        url = json_string_value(json_object_get(item, "url"));
+    /* as json_pack("{s:i, s:s, s:O?, …}") would make it, without reading
+     * a format: a NULL value is null */
+    entry = json_object();
+    if (!entry || set_new(entry, "n", json_integer(n)) ||
+        set_new(entry, "kind", json_string(paper ? "paper" : doc ? "passage" : "web")))
+        goto fail;
+    if (paper ? set(entry, "id", id) || set(entry, "title", json_object_get(item, "title")) ||
+                    set(entry, "year", json_object_get(item, "year")) ||
+                    set_new(entry, "url", url ? json_string(url) : json_null()) ||
+                    set(entry, "venue", json_object_get(item, "venue")) ||
+                    set(entry, "is_open_access", json_object_get(item, "is_open_access"))
+              : set(entry, "document_id", doc) ||
+                    set(entry, "title", json_object_get(item, "title")) ||
+                    set(entry, "section", json_object_get(item, "section")) ||
+                    set(entry, "source", json_object_get(item, doc ? "source" : "url")) ||
+                    set(entry, "confidence", json_object_get(item, "confidence")) ||
+                    set(entry, "band", json_object_get(item, "band")))
+        goto fail;
     return json_array_append_new(t->sources, entry) ? -1 : n;
+fail:
+    json_decref(entry);
+    return -1;
 }
 
 /* Appends `prefix` and `n` bytes of `text` as plain text: without
@@ -244,8 +267,9 @@ static int pick_sentences(const struct tool_words *query, const char *text,
 
     memset(best, 0, SENTENCES_PER_PASSAGE * sizeof(*best));
     for (size_t i = 0; i <= len; i++) {
-        if (i < len && !(byte_class[(unsigned char)text[i]] & (B_STOP | B_BREAK)))
-            continue;   /* no sentence ends here */
+        /* no sentence ends before the next of these (the NUL at len is one) */
+        while (!(byte_class[(unsigned char)text[i]] & (B_STOP | B_BREAK | B_END)))
+            i++;
         /* "8 a.m. to 7 p.m." does not end at "a.m.": a full stop ends a
          * sentence only before a capital, a digit or the end. */
         int end = i == len || text[i] == '\n' || row_end(text, i, len) ||
