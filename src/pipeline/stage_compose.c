@@ -15,17 +15,16 @@
 
 #include "pipeline/turn.h"
 
-#define SENTENCES_PER_PASSAGE 2
 #define PASSAGES_PER_ANSWER 3
 #define ABSTRACT_SENTENCE_MAX 300
 
 /* Byte classes, read per byte of every passage and abstract (a table,
- * not strchr per byte): where a sentence may end, and what add_plain
- * does not copy as it is. */
+ * not strchr per byte): where a sentence may end, and what
+ * compose_add_plain does not copy as it is. */
 enum {
     B_STOP = 1,    /* . ? ! */
     B_BREAK = 2,   /* a newline, or the | of a table row */
-    B_MARK = 4,    /* | _ * : add_plain looks at these */
+    B_MARK = 4,    /* | _ * : compose_add_plain looks at these */
     B_END = 8,     /* the terminating NUL */
 };
 static const unsigned char byte_class[256] = {
@@ -80,9 +79,7 @@ static void filters_text(const json_t *args, char *out, size_t n)
         out[0] = '\0';
 }
 
-/* The first sentence of `text`, at most ABSTRACT_SENTENCE_MAX bytes cut
- * at a word. */
-static int add_first_sentence(struct keel_buf *b, const char *text)
+int compose_first_sentence(struct keel_buf *b, const char *text)
 {
     size_t n = 0, len = strlen(text);
 
@@ -146,7 +143,7 @@ static int compose_papers(struct turn *t, const struct sub_result *r, struct kee
         if (!rc && abstract && *abstract) {
             rc = keel_buf_adds(b, "\n   ");
             if (!rc)
-                rc = add_first_sentence(b, abstract);
+                rc = compose_first_sentence(b, abstract);
         }
         if (rc)
             return rc;
@@ -208,11 +205,7 @@ fail:
     return -1;
 }
 
-/* Appends `prefix` and `n` bytes of `text` as plain text: without
- * markdown emphasis marks ("**Mail:**" reads "Mail:"), and a table row's
- * cells joined by commas ("| Member Services | 1-866-… |" reads "Member
- * Services, 1-866-…"). */
-static int add_plain(struct keel_buf *b, const char *prefix, const char *text, size_t n)
+int compose_add_plain(struct keel_buf *b, const char *prefix, const char *text, size_t n)
 {
     int rc = keel_buf_adds(b, prefix);
 
@@ -238,11 +231,6 @@ static int add_plain(struct keel_buf *b, const char *prefix, const char *text, s
     return rc;
 }
 
-struct sentence {
-    size_t start, len;
-    double score;
-};
-
 /* A table row ends where "| |" joins it to the next one (the chunker
  * keeps a table's rows on one line). */
 static int row_end(const char *text, size_t i, size_t len)
@@ -256,16 +244,14 @@ static int row_end(const char *text, size_t i, size_t len)
     return k > i + 1 && k < len && text[k] == '|';
 }
 
-/* Picks up to SENTENCES_PER_PASSAGE sentences of `text` that share the
- * most content words with the query, in text order. Returns how many. */
-static int pick_sentences(const struct tool_words *query, const char *text,
-                          struct sentence best[SENTENCES_PER_PASSAGE])
+int compose_pick_sentences(const struct tool_words *query, const char *text,
+                           struct compose_sentence best[COMPOSE_SENTENCES])
 {
     size_t len = strlen(text), start = 0;
     char piece[1024];
     int n_best = 0;
 
-    memset(best, 0, SENTENCES_PER_PASSAGE * sizeof(*best));
+    memset(best, 0, COMPOSE_SENTENCES * sizeof(*best));
     for (size_t i = 0; i <= len; i++) {
         /* no sentence ends before the next of these (the NUL at len is one) */
         while (!(byte_class[(unsigned char)text[i]] & (B_STOP | B_BREAK | B_END)))
@@ -291,19 +277,19 @@ static int pick_sentences(const struct tool_words *query, const char *text,
                 continue;   /* a table's rule row says nothing */
             }
             double score = tools_coverage_of(query, piece);
-            for (int k = 0; k < SENTENCES_PER_PASSAGE; k++)
+            for (int k = 0; k < COMPOSE_SENTENCES; k++)
                 if (score > best[k].score) {
-                    memmove(best + k + 1, best + k, (SENTENCES_PER_PASSAGE - 1 - k) * sizeof(*best));
-                    best[k] = (struct sentence){start, n, score};
+                    memmove(best + k + 1, best + k, (COMPOSE_SENTENCES - 1 - k) * sizeof(*best));
+                    best[k] = (struct compose_sentence){start, n, score};
                     break;
                 }
         }
         start = i + 1;
     }
-    for (int k = 0; k < SENTENCES_PER_PASSAGE; k++)
+    for (int k = 0; k < COMPOSE_SENTENCES; k++)
         n_best += best[k].len > 0;
     if (n_best == 2 && best[1].start < best[0].start) {
-        struct sentence tmp = best[0];
+        struct compose_sentence tmp = best[0];
         best[0] = best[1];
         best[1] = tmp;
     }
@@ -315,7 +301,7 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
     const char *query = json_string_value(json_object_get(r->args, "query"));
     const char *names[] = {"query"};
     const char *values[] = {query ? query : ""};
-    struct sentence best[SENTENCES_PER_PASSAGE];
+    struct compose_sentence best[COMPOSE_SENTENCES];
     struct tool_words words;
     size_t i;
     json_t *p;
@@ -334,7 +320,7 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
 
         if (used == PASSAGES_PER_ANSWER || (band && !strcmp(band, "abstain")) || !text)
             continue;
-        if (!(n = pick_sentences(&words, text, best)))
+        if (!(n = compose_pick_sentences(&words, text, best)))
             continue;   /* nothing of it answers: not a source */
         if ((number = compose_cite(t, p)) < 0)
             return KEEL_ENOMEM;
@@ -343,7 +329,7 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
             const char *sep = !k ? (used ? "\n" : "")
                               : strchr(".?!:", text[best[k - 1].start + best[k - 1].len - 1])
                                   ? " " : "; ";
-            rc = add_plain(b, sep, text + best[k].start, best[k].len);
+            rc = compose_add_plain(b, sep, text + best[k].start, best[k].len);
         }
         if (rc || (rc = keel_buf_addf(b, " [%d]", number)))
             return rc;
