@@ -531,6 +531,27 @@ static char *dup_text(const char *s)
     return keel_strdup(s ? s : "");
 }
 
+/* Sets `key` (ASCII) of `obj` to `value`, taking it; nonzero when that
+ * fails or `value` is NULL (out of memory, or a string not UTF-8). */
+static int set_new(json_t *obj, const char *key, json_t *value)
+{
+    return json_object_set_new_nocheck(obj, key, value);
+}
+
+/* {id, similarity} of a candidate, the similarity to 4 decimals, as
+ * json_pack("{s:s, s:f}") made it; NULL when out of memory. */
+static json_t *candidate_json(const char *id, float similarity)
+{
+    json_t *c = json_object();
+
+    if (c && (set_new(c, "id", json_string(id)) ||
+              set_new(c, "similarity", json_real(round(similarity * 1e4) / 1e4)))) {
+        json_decref(c);
+        return NULL;
+    }
+    return c;
+}
+
 int memory_decide(struct memory *m, const struct memory_input *in, struct memory_decision **out,
                   struct keel_error *err)
 {
@@ -584,8 +605,7 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
     for (size_t i = 0; i < n; i++) {
         ids[i] = hits[i].id;
         sims[i] = hits[i].similarity;
-        json_array_append_new(cand_out, json_pack("{s:s, s:f}", "id", hits[i].id, "similarity",
-                                                  round(hits[i].similarity * 1e4) / 1e4));
+        json_array_append_new(cand_out, candidate_json(hits[i].id, hits[i].similarity));
     }
     if (!n) {
         d->v = (struct verdict){"ADD", NULL, ""};
@@ -625,10 +645,18 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
     d->refs_text = keel_json_dumps(refs, JSON_COMPACT);
     d->artifacts_text = in->artifacts ? keel_json_dumps(in->artifacts, JSON_COMPACT)
                                       : keel_strdup("[]");
-    d->json = json_pack("{s:s, s:s, s:s?, s:s, s:o, s:s, s:O}", "run_id", d->id, "decision",
-                        d->v.decision, "target_run_id", d->target, "reason", d->v.reason,
-                        "similarity", similarity >= 0 ? json_real(similarity) : json_null(),
-                        "judge", judge, "candidates", cand_out);
+    /* as json_pack("{s:s, s:s, s:s?, s:s, s:o, s:s, s:O}") made it */
+    if ((d->json = json_object()) &&
+        (set_new(d->json, "run_id", json_string(d->id)) ||
+         set_new(d->json, "decision", json_string(d->v.decision)) ||
+         set_new(d->json, "target_run_id", d->target ? json_string(d->target) : json_null()) ||
+         set_new(d->json, "reason", json_string(d->v.reason)) ||
+         set_new(d->json, "similarity", similarity >= 0 ? json_real(similarity) : json_null()) ||
+         set_new(d->json, "judge", json_string(judge)) ||
+         set_new(d->json, "candidates", json_incref(cand_out)))) {
+        json_decref(d->json);
+        d->json = NULL;
+    }
     if (!d->task || !d->summary || !d->outcome || (in->conversation_id && !d->conversation_id) ||
         (owner && !d->owner) ||
         !d->refs_text || !d->artifacts_text || !d->json ||

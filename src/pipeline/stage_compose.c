@@ -272,7 +272,7 @@ int compose_pick_sentences(const struct tool_words *query, const char *text,
         if (n > 20 && n < sizeof(piece)) {
             memcpy(piece, text + start, n);
             piece[n] = '\0';
-            if (strstr(piece, "|-") || strstr(piece, "-|")) {
+            if (memchr(piece, '|', n) && (strstr(piece, "|-") || strstr(piece, "-|"))) {
                 start = i + 1;
                 continue;   /* a table's rule row says nothing */
             }
