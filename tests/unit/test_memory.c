@@ -135,97 +135,11 @@ START_TEST(test_embed_deterministic)
 }
 END_TEST
 
-/* The embedder as it was first written (one loop per feature hash):
- * stored vectors were made by it, so memory_embed must give the same
- * floats, bit for bit. */
-static uint64_t ref_fnv(uint64_t h, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
-static void ref_add(float *v, int kind, const char *a, size_t na, const char *b, size_t nb,
-                    float weight)
-{
-    uint64_t h = ref_fnv(14695981039346656037ull ^ (uint64_t)kind * 0x9e3779b97f4a7c15ull, a, na);
-
-    if (b)
-        h = ref_fnv(ref_fnv(h, " ", 1), b, nb);
-    h ^= h >> 29;
-    v[h % MEMORY_DIM] += (h >> 63) ? -weight : weight;
-}
-
-static size_t ref_stem(char *w, size_t n)
-{
-    if (n > 4 && !memcmp(w + n - 3, "ies", 3)) {
-        w[n - 3] = 'y';
-        n -= 2;
-    } else if (n > 5 && !memcmp(w + n - 3, "ing", 3)) {
-        n -= 3;
-    } else if (n > 4 && !memcmp(w + n - 2, "ed", 2)) {
-        n -= 2;
-    } else if (n > 4 && !memcmp(w + n - 4, "sses", 4)) {
-        n -= 2;
-    } else if (n > 3 && w[n - 1] == 's' && w[n - 2] != 's' && w[n - 2] != 'u') {
-        n -= 1;
-    }
-    if (n > 4 && w[n - 1] == 'e')
-        n -= 1;
-    return n;
-}
-
-static size_t ref_next_word(const char **p, char *out)
-{
-    const unsigned char *s = (const unsigned char *)*p;
-    size_t n = 0;
-
-    while (*s && !(((*s | 32) >= 'a' && (*s | 32) <= 'z') || (*s >= '0' && *s <= '9') || *s >= 0x80))
-        s++;
-    while (*s && (((*s | 32) >= 'a' && (*s | 32) <= 'z') || (*s >= '0' && *s <= '9') || *s >= 0x80)) {
-        if (n < 48)
-            out[n++] = (char)(*s >= 'A' && *s <= 'Z' ? *s + 32 : *s);
-        s++;
-    }
-    *p = (const char *)s;
-    return n;
-}
-
-static void ref_add_text(float *v, const char *text, float scale)
-{
-    char prev[48], word[50];
-    size_t prev_n = 0, n;
-    const char *p = text;
-
-    while ((n = ref_next_word(&p, word + 1))) {
-        n = ref_stem(word + 1, n);
-        ref_add(v, 1, word + 1, n, NULL, 0, 1.0f * scale);
-        if (prev_n)
-            ref_add(v, 2, prev, prev_n, word + 1, n, 0.6f * scale);
-        word[0] = '#';
-        word[n + 1] = '#';
-        for (size_t i = 0; i + 3 <= n + 2; i++)
-            ref_add(v, 3, word + i, 3, NULL, 0, 0.25f * scale);
-        memcpy(prev, word + 1, n);
-        prev_n = n;
-    }
-}
-
-static void ref_embed(const char *task, const char *summary, float out[MEMORY_DIM])
-{
-    double norm = 0;
-
-    memset(out, 0, MEMORY_DIM * sizeof(float));
-    ref_add_text(out, task ? task : "", 2.0f);
-    ref_add_text(out, summary ? summary : "", 1.0f);
-    for (int i = 0; i < MEMORY_DIM; i++)
-        norm += (double)out[i] * out[i];
-    if (norm > 0) {
-        float inv = (float)(1.0 / sqrt(norm));
-        for (int i = 0; i < MEMORY_DIM; i++)
-            out[i] *= inv;
-    }
-}
+/* Stored vectors were made by the embedder as first written
+ * ("hashed-v1"): memory_embed gives the same floats, bit for bit. The
+ * digest (64-bit FNV-1a over the floats' bytes) of 3,000 embeddings of
+ * random texts, as that embedder made them. */
+#define HASHED_V1_DIGEST 0x3f67e468b7885c7aull
 
 START_TEST(test_embed_matches_reference)
 {
@@ -235,11 +149,11 @@ START_TEST(test_embed_matches_reference)
         "x1y2", ",", ".", "-", "  ", "\n",
         "averyveryveryveryverylongwordthatisovertheword48bytecapofthembedder",
     };
-    uint64_t rng = 424242;
+    uint64_t rng = 424242, digest = 14695981039346656037ull;
     char task[512], summary[1024];
 
     for (int i = 0; i < 3000; i++) {
-        float got[MEMORY_DIM], want[MEMORY_DIM];
+        float got[MEMORY_DIM];
         char *texts[2] = {task, summary};
         size_t caps[2] = {sizeof(task), sizeof(summary)};
 
@@ -255,10 +169,10 @@ START_TEST(test_embed_matches_reference)
             }
         }
         memory_embed(task, i % 7 ? summary : NULL, got);
-        ref_embed(task, i % 7 ? summary : NULL, want);
-        ck_assert_msg(!memcmp(got, want, sizeof(got)), "\"%s\" / \"%s\": another vector", task,
-                      summary);
+        for (size_t k = 0; k < sizeof(got); k++)
+            digest = (digest ^ ((const unsigned char *)got)[k]) * 1099511628211ull;
     }
+    ck_assert_msg(digest == HASHED_V1_DIGEST, "digest %#llx", (unsigned long long)digest);
 }
 END_TEST
 
