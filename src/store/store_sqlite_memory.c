@@ -196,8 +196,11 @@ static json_t *run_json(sqlite3_stmt *stmt)
  * the exact bytes of the row it was made from: each read still reads
  * the row, and reuses the JSON only when every column is the same,
  * byte for byte. Whatever changes a row (this process or another)
- * makes another JSON; nothing has to tell the cache. */
+ * makes another JSON; nothing has to tell the cache. Rows over
+ * RUN_KEPT_MAX bytes are not kept, so the cache holds at most about
+ * 32 × 16 KiB of rows and their JSON. */
 #define RUN_CACHE_SIZE 32
+#define RUN_KEPT_MAX (16u << 10)   /* bytes of a row kept: a run's texts may be 16 KiB each */
 #define RUN_COLUMNS 13                               /* of ST_MEM_GET */
 #define RUN_INT_COLUMNS ((1u << 7) | (1u << 10) | (1u << 11))  /* created_at, canonical, uses */
 
@@ -267,8 +270,8 @@ static json_t *run_json_kept(struct sqlite_store *st, sqlite3_stmt *stmt)
 
     if (!c && (c = st->run_cache = keel_calloc(1, sizeof(*c))))
         keel_buf_init(&c->row, 0);
-    if (!c || row_bytes(stmt, &c->row))
-        return run_json(stmt);
+    if (!c || row_bytes(stmt, &c->row) || c->row.len > RUN_KEPT_MAX)
+        return run_json(stmt);   /* not kept */
     oldest = &c->e[0];
     for (e = c->e; e < c->e + RUN_CACHE_SIZE; e++) {
         if (e->row && e->len == c->row.len && !memcmp(e->row, c->row.data, e->len)) {

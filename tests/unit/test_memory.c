@@ -1708,6 +1708,26 @@ START_TEST(test_store_get_follows_changes)
     ck_assert_str_eq(json_string_value(json_object_get(run, "superseded_by")), "run_c");
     assert_json(json_object_get(run, "references"), "[\"A\",\"B\"]", "refs at last");
     json_decref(run);
+
+    /* a row too big to keep reads the same all the same */
+    {
+        static char big[16001];   /* over RUN_KEPT_MAX with the rest of its row */
+        memset(big, 'w', sizeof(big) - 1);
+        run_make(&x, "run_big", "success", NULL);
+        x.run.summary = big;
+        apply_ok(store, "ADD", &x.run, NULL, NULL, 0);
+        for (int pass = 0; pass < 2; pass++) {
+            run = run_get(store, "run_big");
+            ck_assert_uint_eq(strlen(json_string_value(json_object_get(run, "summary"))),
+                              sizeof(big) - 1);
+            json_decref(run);
+        }
+        apply_ok(again, "MERGE", run_make(&b, "run_b2", "failure", "[\"B2\"]"), "run_big",
+                 "[\"B2\"]", 0);
+        run = run_get(store, "run_big");
+        assert_json(json_object_get(run, "references"), "[\"B2\"]", "refs of the big run");
+        json_decref(run);
+    }
     store_again_close(store, again);
     store_close(store);
 }
