@@ -260,21 +260,36 @@ static int check_input(const struct memory_input *in, struct keel_error *err)
 
 /* ---- the rules -------------------------------------------------------------------- */
 
-/* Equal once case, spacing and trailing punctuation are set aside. */
+/* Where `s`'s trailing punctuation and spacing (".!? \t\r\n") begin. */
+static const char *tail_of(const char *s)
+{
+    const char *end = s + strlen(s);
+
+    while (end > s && strchr(".!? \t\r\n", end[-1]))
+        end--;
+    return end;
+}
+
+/* Equal once case, spacing and trailing punctuation are set aside:
+ * spaces are passed over anywhere, and the texts are the same when both
+ * reach their trailing punctuation together (or an end). Linear: where
+ * each text's tail begins is found once. */
 static int same_text(const char *a, const char *b)
 {
-    for (;;) {
+    const char *a_tail, *b_tail;
+
+    if (!strcmp(a, b))
+        return 1;
+    a_tail = tail_of(a);
+    b_tail = tail_of(b);
+    for (;; a++, b++) {
         while (*a && isspace((unsigned char)*a))
             a++;
         while (*b && isspace((unsigned char)*b))
             b++;
-        if (!*a || !*b || (strspn(a, ".!? \t\r\n") == strlen(a) &&
-                           strspn(b, ".!? \t\r\n") == strlen(b)))
-            return strspn(a, ".!? \t\r\n") == strlen(a) && strspn(b, ".!? \t\r\n") == strlen(b);
+        if (!*a || !*b || (a >= a_tail && b >= b_tail))
+            return a >= a_tail && b >= b_tail;
         if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
-            return 0;
-        a++, b++;
-        if (isspace((unsigned char)a[-1]) != isspace((unsigned char)b[-1]))
             return 0;
     }
 }
@@ -302,17 +317,22 @@ struct verdict {
 static void rules(const struct memory *m, const struct memory_input *in, const json_t *refs,
                   const json_t *candidates, const double *sims, struct verdict *v)
 {
+    int same_task[MEMORY_TOP_K], same_summaries[MEMORY_TOP_K];
     const json_t *c;
     size_t i;
 
+    /* compared once per candidate, not once per pass */
+    json_array_foreach(candidates, i, c) {
+        const char *task = json_string_value(json_object_get(c, "task"));
+        const char *summary = json_string_value(json_object_get(c, "summary"));
+        same_task[i] = same_text(task, in->task) || sims[i] >= m->conf.same_task_similarity;
+        same_summaries[i] = same_text(summary, in->summary ? in->summary : "");
+    }
     for (int pass = 0; pass < 3; pass++)
         json_array_foreach(candidates, i, c) {
-            const char *task = json_string_value(json_object_get(c, "task"));
             const char *outcome = json_string_value(json_object_get(c, "outcome"));
-            const char *summary = json_string_value(json_object_get(c, "summary"));
             const json_t *crefs = json_object_get(c, "references");
-            int same = same_text(task, in->task) || sims[i] >= m->conf.same_task_similarity;
-            int same_summary = same_text(summary, in->summary ? in->summary : "");
+            int same = same_task[i], same_summary = same_summaries[i];
 
             if (!same)
                 continue;
@@ -468,8 +488,7 @@ static json_t *union_refs(const json_t *a, const json_t *b)
 
 struct memory_decision {
     char id[64];                 /* a run id is 1..63 bytes */
-    char task[MEMORY_TEXT_MAX + 1];
-    char *summary, *outcome, *conversation_id, *target, *owner;
+    char *task, *summary, *outcome, *conversation_id, *target, *owner;
     char *refs_text, *artifacts_text, *merged_text;
     struct verdict v;
     float *vector;
@@ -483,6 +502,7 @@ void memory_decision_free(struct memory_decision *d)
 {
     if (!d)
         return;
+    keel_free(d->task);
     keel_free(d->summary);
     keel_free(d->outcome);
     keel_free(d->conversation_id);
@@ -509,6 +529,27 @@ const json_t *memory_decision_json(const struct memory_decision *d)
 static char *dup_text(const char *s)
 {
     return keel_strdup(s ? s : "");
+}
+
+/* Sets `key` (ASCII) of `obj` to `value`, taking it; nonzero when that
+ * fails or `value` is NULL (out of memory, or a string not UTF-8). */
+static int set_new(json_t *obj, const char *key, json_t *value)
+{
+    return json_object_set_new_nocheck(obj, key, value);
+}
+
+/* {id, similarity} of a candidate, the similarity to 4 decimals, as
+ * json_pack("{s:s, s:f}") made it; NULL when out of memory. */
+static json_t *candidate_json(const char *id, float similarity)
+{
+    json_t *c = json_object();
+
+    if (c && (set_new(c, "id", json_string(id)) ||
+              set_new(c, "similarity", json_real(round(similarity * 1e4) / 1e4)))) {
+        json_decref(c);
+        return NULL;
+    }
+    return c;
 }
 
 int memory_decide(struct memory *m, const struct memory_input *in, struct memory_decision **out,
@@ -564,8 +605,7 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
     for (size_t i = 0; i < n; i++) {
         ids[i] = hits[i].id;
         sims[i] = hits[i].similarity;
-        json_array_append_new(cand_out, json_pack("{s:s, s:f}", "id", hits[i].id, "similarity",
-                                                  round(hits[i].similarity * 1e4) / 1e4));
+        json_array_append_new(cand_out, candidate_json(hits[i].id, hits[i].similarity));
     }
     if (!n) {
         d->v = (struct verdict){"ADD", NULL, ""};
@@ -597,7 +637,7 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
         merged = union_refs(json_object_get(d->v.target, "references"), refs);
         d->merged_text = merged ? keel_json_dumps(merged, JSON_COMPACT) : NULL;
     }
-    snprintf(d->task, sizeof(d->task), "%s", in->task);
+    d->task = keel_strdup(in->task);   /* at most MEMORY_TEXT_MAX bytes: checked */
     d->summary = dup_text(in->summary);
     d->outcome = dup_text(in->outcome);
     d->conversation_id = in->conversation_id ? keel_strdup(in->conversation_id) : NULL;
@@ -605,11 +645,19 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
     d->refs_text = keel_json_dumps(refs, JSON_COMPACT);
     d->artifacts_text = in->artifacts ? keel_json_dumps(in->artifacts, JSON_COMPACT)
                                       : keel_strdup("[]");
-    d->json = json_pack("{s:s, s:s, s:s?, s:s, s:o, s:s, s:O}", "run_id", d->id, "decision",
-                        d->v.decision, "target_run_id", d->target, "reason", d->v.reason,
-                        "similarity", similarity >= 0 ? json_real(similarity) : json_null(),
-                        "judge", judge, "candidates", cand_out);
-    if (!d->summary || !d->outcome || (in->conversation_id && !d->conversation_id) ||
+    /* as json_pack("{s:s, s:s, s:s?, s:s, s:o, s:s, s:O}") made it */
+    if ((d->json = json_object()) &&
+        (set_new(d->json, "run_id", json_string(d->id)) ||
+         set_new(d->json, "decision", json_string(d->v.decision)) ||
+         set_new(d->json, "target_run_id", d->target ? json_string(d->target) : json_null()) ||
+         set_new(d->json, "reason", json_string(d->v.reason)) ||
+         set_new(d->json, "similarity", similarity >= 0 ? json_real(similarity) : json_null()) ||
+         set_new(d->json, "judge", json_string(judge)) ||
+         set_new(d->json, "candidates", json_incref(cand_out)))) {
+        json_decref(d->json);
+        d->json = NULL;
+    }
+    if (!d->task || !d->summary || !d->outcome || (in->conversation_id && !d->conversation_id) ||
         (owner && !d->owner) ||
         !d->refs_text || !d->artifacts_text || !d->json ||
         (!strcmp(d->v.decision, "MERGE") && !d->merged_text)) {
@@ -697,11 +745,18 @@ int memory_search(struct memory *m, const char *owner, const char *query, int li
     /* Another process may have superseded or erased a run since the
      * sync: never returned all the same; nor another owner's. */
     keep_own(runs, owner, 1);
-    json_array_foreach(runs, i, r)
+    json_array_foreach(runs, i, r) {
+        /* the store's runs may be shared (store_memory_get): a copy
+         * takes the similarity */
+        if (json_array_set_new(runs, i, r = json_copy(r))) {
+            json_decref(runs);
+            return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+        }
         for (size_t k = 0; k < n; k++)
             if (!strcmp(json_string_value(json_object_get(r, "id")), hits[k].id))
                 json_object_set_new(r, "similarity",
                                     json_real(round(hits[k].similarity * 1e4) / 1e4));
+    }
     *out = runs;
     return KEEL_OK;
 }

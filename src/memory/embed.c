@@ -21,22 +21,44 @@
 
 enum feature { F_WORD = 1, F_PAIR = 2, F_GRAM = 3 };
 
+#define FNV_PRIME 1099511628211ull
+
+/* The hash a feature of `kind` starts from. */
+#define SEED(kind) (14695981039346656037ull ^ (uint64_t)(kind) * 0x9e3779b97f4a7c15ull)
+
 static uint64_t fnv(uint64_t h, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+        h = (h ^ (unsigned char)s[i]) * FNV_PRIME;
     return h;
 }
 
+/* Adds `weight` at the position and with the sign of hash `h`. */
+static void add_hashed(float *v, uint64_t h, float weight)
+{
+    h ^= h >> 29;   /* mix the high bits into the position */
+    v[h % MEMORY_DIM] += (h >> 63) ? -weight : weight;
+}
+
+/* A feature: the words `a` and, for a pair, `b` after a space. */
 static void add(float *v, enum feature kind, const char *a, size_t na, const char *b, size_t nb,
                 float weight)
 {
-    uint64_t h = fnv(14695981039346656037ull ^ (uint64_t)kind * 0x9e3779b97f4a7c15ull, a, na);
+    uint64_t h = fnv(SEED(kind), a, na);
 
     if (b)
         h = fnv(fnv(h, " ", 1), b, nb);
-    h ^= h >> 29;   /* mix the high bits into the position */
-    v[h % MEMORY_DIM] += (h >> 63) ? -weight : weight;
+    add_hashed(v, h, weight);
+}
+
+/* The character trigram at `g`: fnv() of its 3 bytes, unrolled (a run's
+ * trigrams are most of its features). */
+static void add_gram(float *v, const char *g, float weight)
+{
+    uint64_t h = (SEED(F_GRAM) ^ (unsigned char)g[0]) * FNV_PRIME;
+
+    h = (h ^ (unsigned char)g[1]) * FNV_PRIME;
+    add_hashed(v, (h ^ (unsigned char)g[2]) * FNV_PRIME, weight);
 }
 
 /* Strips a plural or -ing/-ed ending from a lower-case word, then a
@@ -93,7 +115,7 @@ static void add_text(float *v, const char *text, float scale)
         word[0] = '#';   /* trigrams see the word's edges: "#qu", "ry#" */
         word[n + 1] = '#';
         for (size_t i = 0; i + 3 <= n + 2; i++)
-            add(v, F_GRAM, word + i, 3, NULL, 0, W_GRAM * scale);
+            add_gram(v, word + i, W_GRAM * scale);
         memcpy(prev, word + 1, n);
         prev_n = n;
     }

@@ -10,9 +10,9 @@
  * code dot product (SSE2 pmaddwd, 16 products per step), the best
  * RESCORE of them kept, then those rescored with their float vectors —
  * the similarities returned are exact. Below RESCORE runs nothing is
- * left out, and above it a run is missed only when the rounding of the
- * codes moves it past RESCORE others (measured as recall@3 by make
- * bench BENCH=memory).
+ * left out (and no code is read: every run is rescored), and above it a
+ * run is missed only when the rounding of the codes moves it past
+ * RESCORE others (measured as recall@3 by make bench BENCH=memory).
  *
  * From conf.approximate_from runs on, an HNSW graph answers instead
  * (index_graph.c); every put and remove here goes to it too.
@@ -338,7 +338,7 @@ size_t memory_index_search_owned(const struct memory_index *ix, const float *q, 
     size_t slot[MEMORY_SEARCH_MAX + RESCORE], cands = 0, n = 0;
     size_t cap = (k > MEMORY_SEARCH_MAX ? MEMORY_SEARCH_MAX : k) + RESCORE;
     int8_t qcode[4096];
-    int dim = ix->dim > 4096 ? 4096 : ix->dim;
+    int dim = ix->dim > 4096 ? 4096 : ix->dim, encoded = 0;
 
     if (k > MEMORY_SEARCH_MAX)
         k = MEMORY_SEARCH_MAX;
@@ -352,18 +352,30 @@ size_t memory_index_search_owned(const struct memory_index *ix, const float *q, 
             return (size_t)got;
         }
     }
-    encode(qcode, q, dim);
     /* 1. the codes: the best k + RESCORE by the approximate dot (of the
-     * owner's runs only: another owner's code is never read) */
-    if (owner) {
-        for (size_t s = 0; s < ix->n; s++)
-            if (ix->owners[s] == *owner)
+     * owner's runs only: another owner's code is never read). Until the
+     * runs searched are more than that, the codes would keep every one
+     * of them: they are taken unread, and scored only once one more
+     * comes (keep ranks the same whatever the order of its pairs). */
+    for (size_t s = 0; s < ix->n; s++) {
+        if (owner && ix->owners[s] != *owner)
+            continue;
+        if (!encoded && cands < cap) {
+            slot[cands++] = s;
+            continue;
+        }
+        if (!encoded) {
+            size_t taken[MEMORY_SEARCH_MAX + RESCORE], n_taken = cands;
+            memcpy(taken, slot, n_taken * sizeof(*taken));
+            encode(qcode, q, dim);
+            encoded = 1;
+            cands = 0;
+            for (size_t t = 0; t < n_taken; t++)
                 keep(ix, score, slot, &cands, cap,
-                     code_dot(qcode, ix->codes + s * (size_t)ix->dim, dim), s);
-    } else {
-        for (size_t s = 0; s < ix->n; s++)
-            keep(ix, score, slot, &cands, cap,
-                 code_dot(qcode, ix->codes + s * (size_t)ix->dim, dim), s);
+                     code_dot(qcode, ix->codes + taken[t] * (size_t)ix->dim, dim), taken[t]);
+        }
+        keep(ix, score, slot, &cands, cap, code_dot(qcode, ix->codes + s * (size_t)ix->dim, dim),
+             s);
     }
     /* 2. those, exactly */
     for (size_t c = 0; c < cands; c++) {

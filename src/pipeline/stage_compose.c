@@ -15,9 +15,22 @@
 
 #include "pipeline/turn.h"
 
-#define SENTENCES_PER_PASSAGE 2
 #define PASSAGES_PER_ANSWER 3
 #define ABSTRACT_SENTENCE_MAX 300
+
+/* Byte classes, read per byte of every passage and abstract (a table,
+ * not strchr per byte): where a sentence may end, and what
+ * compose_add_plain does not copy as it is. */
+enum {
+    B_STOP = 1,    /* . ? ! */
+    B_BREAK = 2,   /* a newline, or the | of a table row */
+    B_MARK = 4,    /* | _ * : compose_add_plain looks at these */
+    B_END = 8,     /* the terminating NUL */
+};
+static const unsigned char byte_class[256] = {
+    ['\0'] = B_END, ['.'] = B_STOP, ['?'] = B_STOP, ['!'] = B_STOP, ['\n'] = B_BREAK,
+    ['|'] = B_BREAK | B_MARK, ['_'] = B_MARK, ['*'] = B_MARK,
+};
 
 int turn_template(struct keel_buf *b, const char *tmpl, const char *const *names,
                   const char *const *values, int n)
@@ -66,21 +79,25 @@ static void filters_text(const json_t *args, char *out, size_t n)
         out[0] = '\0';
 }
 
-/* The first sentence of `text`, at most ABSTRACT_SENTENCE_MAX bytes cut
- * at a word. */
-static int add_first_sentence(struct keel_buf *b, const char *text)
+int compose_first_sentence(struct keel_buf *b, const char *text)
 {
     size_t n = 0, len = strlen(text);
 
-    while (n < len && !(strchr(".?!", text[n]) && (text[n + 1] == ' ' || !text[n + 1])))
+    while (n < len && !((byte_class[(unsigned char)text[n]] & B_STOP) &&
+                        (text[n + 1] == ' ' || !text[n + 1])))
         n++;
     if (n < len)
         n++;
     if (n > ABSTRACT_SENTENCE_MAX) {
+        int rc;
         n = ABSTRACT_SENTENCE_MAX;
         while (n > 0 && text[n] != ' ')
             n--;
-        return keel_buf_addf(b, "%.*s\u2026", (int)n, text);
+        /* room for both first: all of it or nothing is added */
+        if ((rc = keel_buf_grow(b, n + strlen("\u2026"))))
+            return rc;
+        keel_buf_add(b, text, n);
+        return keel_buf_adds(b, "\u2026");
     }
     return keel_buf_add(b, text, n);
 }
@@ -126,12 +143,26 @@ static int compose_papers(struct turn *t, const struct sub_result *r, struct kee
         if (!rc && abstract && *abstract) {
             rc = keel_buf_adds(b, "\n   ");
             if (!rc)
-                rc = add_first_sentence(b, abstract);
+                rc = compose_first_sentence(b, abstract);
         }
         if (rc)
             return rc;
     }
     return KEEL_OK;
+}
+
+/* Sets `key` (ASCII) of `obj` to `value`, taking it (NULL: fails);
+ * nonzero on failure. */
+static int set_new(json_t *obj, const char *key, json_t *value)
+{
+    return json_object_set_new_nocheck(obj, key, value);
+}
+
+/* Sets `key` (ASCII) of `obj` to a new reference to `value`, null for
+ * NULL; nonzero on failure. */
+static int set(json_t *obj, const char *key, const json_t *value)
+{
+    return set_new(obj, key, value ? json_incref((json_t *)value) : json_null());
 }
 
 int compose_cite(struct turn *t, const json_t *item)
@@ -148,29 +179,33 @@ int compose_cite(struct turn *t, const json_t *item)
             (paper && id && json_equal(id, json_object_get(s, "id"))))
             return (int)json_integer_value(json_object_get(s, "n"));
     n = (int)json_array_size(t->sources) + 1;
-    if (paper)
-        entry = json_pack("{s:i,s:s,s:O?,s:O?,s:O?,s:s?,s:O?,s:O?}", "n", n, "kind", "paper", "id",
-                          id, "title", json_object_get(item, "title"), "year",
-                          json_object_get(item, "year"), "url",
-                          url ? url : json_string_value(json_object_get(item, "url")), "venue",
-                          json_object_get(item, "venue"), "is_open_access",
-                          json_object_get(item, "is_open_access"));
-    else
-        entry = json_pack("{s:i,s:s,s:O?,s:O?,s:O?,s:O?,s:O?,s:O?}", "n", n, "kind",
-                          doc ? "passage" : "web", "document_id", doc, "title",
-                          json_object_get(item, "title"), "section",
-                          json_object_get(item, "section"), "source",
-                          json_object_get(item, doc ? "source" : "url"), "confidence",
-                          json_object_get(item, "confidence"), "band",
-                          json_object_get(item, "band"));
+    if (!url && paper)
+        url = json_string_value(json_object_get(item, "url"));
+    /* as json_pack("{s:i, s:s, s:O?, …}") would make it, without reading
+     * a format: a NULL value is null */
+    entry = json_object();
+    if (!entry || set_new(entry, "n", json_integer(n)) ||
+        set_new(entry, "kind", json_string(paper ? "paper" : doc ? "passage" : "web")))
+        goto fail;
+    if (paper ? set(entry, "id", id) || set(entry, "title", json_object_get(item, "title")) ||
+                    set(entry, "year", json_object_get(item, "year")) ||
+                    set_new(entry, "url", url ? json_string(url) : json_null()) ||
+                    set(entry, "venue", json_object_get(item, "venue")) ||
+                    set(entry, "is_open_access", json_object_get(item, "is_open_access"))
+              : set(entry, "document_id", doc) ||
+                    set(entry, "title", json_object_get(item, "title")) ||
+                    set(entry, "section", json_object_get(item, "section")) ||
+                    set(entry, "source", json_object_get(item, doc ? "source" : "url")) ||
+                    set(entry, "confidence", json_object_get(item, "confidence")) ||
+                    set(entry, "band", json_object_get(item, "band")))
+        goto fail;
     return json_array_append_new(t->sources, entry) ? -1 : n;
+fail:
+    json_decref(entry);
+    return -1;
 }
 
-/* Appends `prefix` and `n` bytes of `text` as plain text: without
- * markdown emphasis marks ("**Mail:**" reads "Mail:"), and a table row's
- * cells joined by commas ("| Member Services | 1-866-… |" reads "Member
- * Services, 1-866-…"). */
-static int add_plain(struct keel_buf *b, const char *prefix, const char *text, size_t n)
+int compose_add_plain(struct keel_buf *b, const char *prefix, const char *text, size_t n)
 {
     int rc = keel_buf_adds(b, prefix);
 
@@ -186,16 +221,15 @@ static int add_plain(struct keel_buf *b, const char *prefix, const char *text, s
         } else if (text[i] == '_' && i + 1 < n && text[i + 1] == '_') {
             i++;
         } else if (text[i] != '*') {
-            rc = keel_buf_addc(b, text[i]);
+            size_t end = i + 1;   /* the run of bytes copied as they are */
+            while (end < n && !(byte_class[(unsigned char)text[end]] & B_MARK))
+                end++;
+            rc = keel_buf_add(b, text + i, end - i);
+            i = end - 1;
         }
     }
     return rc;
 }
-
-struct sentence {
-    size_t start, len;
-    double score;
-};
 
 /* A table row ends where "| |" joins it to the next one (the chunker
  * keeps a table's rows on one line). */
@@ -210,21 +244,23 @@ static int row_end(const char *text, size_t i, size_t len)
     return k > i + 1 && k < len && text[k] == '|';
 }
 
-/* Picks up to SENTENCES_PER_PASSAGE sentences of `text` that share the
- * most content words with the query, in text order. Returns how many. */
-static int pick_sentences(const struct tool_words *query, const char *text,
-                          struct sentence best[SENTENCES_PER_PASSAGE])
+int compose_pick_sentences(const struct tool_words *query, const char *text,
+                           struct compose_sentence best[COMPOSE_SENTENCES])
 {
     size_t len = strlen(text), start = 0;
     char piece[1024];
     int n_best = 0;
 
-    memset(best, 0, SENTENCES_PER_PASSAGE * sizeof(*best));
+    memset(best, 0, COMPOSE_SENTENCES * sizeof(*best));
     for (size_t i = 0; i <= len; i++) {
+        /* no sentence ends before the next of these (the NUL at len is one) */
+        while (!(byte_class[(unsigned char)text[i]] & (B_STOP | B_BREAK | B_END)))
+            i++;
         /* "8 a.m. to 7 p.m." does not end at "a.m.": a full stop ends a
          * sentence only before a capital, a digit or the end. */
         int end = i == len || text[i] == '\n' || row_end(text, i, len) ||
-                  (strchr(".?!", text[i]) && (i + 1 == len || text[i + 1] == ' ') &&
+                  ((byte_class[(unsigned char)text[i]] & B_STOP) &&
+                   (i + 1 == len || text[i + 1] == ' ') &&
                    !(text[i] == '.' && i + 2 < len && islower((unsigned char)text[i + 2])));
         if (!end)
             continue;
@@ -236,24 +272,24 @@ static int pick_sentences(const struct tool_words *query, const char *text,
         if (n > 20 && n < sizeof(piece)) {
             memcpy(piece, text + start, n);
             piece[n] = '\0';
-            if (strstr(piece, "|-") || strstr(piece, "-|")) {
+            if (memchr(piece, '|', n) && (strstr(piece, "|-") || strstr(piece, "-|"))) {
                 start = i + 1;
                 continue;   /* a table's rule row says nothing */
             }
             double score = tools_coverage_of(query, piece);
-            for (int k = 0; k < SENTENCES_PER_PASSAGE; k++)
+            for (int k = 0; k < COMPOSE_SENTENCES; k++)
                 if (score > best[k].score) {
-                    memmove(best + k + 1, best + k, (SENTENCES_PER_PASSAGE - 1 - k) * sizeof(*best));
-                    best[k] = (struct sentence){start, n, score};
+                    memmove(best + k + 1, best + k, (COMPOSE_SENTENCES - 1 - k) * sizeof(*best));
+                    best[k] = (struct compose_sentence){start, n, score};
                     break;
                 }
         }
         start = i + 1;
     }
-    for (int k = 0; k < SENTENCES_PER_PASSAGE; k++)
+    for (int k = 0; k < COMPOSE_SENTENCES; k++)
         n_best += best[k].len > 0;
     if (n_best == 2 && best[1].start < best[0].start) {
-        struct sentence tmp = best[0];
+        struct compose_sentence tmp = best[0];
         best[0] = best[1];
         best[1] = tmp;
     }
@@ -265,7 +301,7 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
     const char *query = json_string_value(json_object_get(r->args, "query"));
     const char *names[] = {"query"};
     const char *values[] = {query ? query : ""};
-    struct sentence best[SENTENCES_PER_PASSAGE];
+    struct compose_sentence best[COMPOSE_SENTENCES];
     struct tool_words words;
     size_t i;
     json_t *p;
@@ -284,7 +320,7 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
 
         if (used == PASSAGES_PER_ANSWER || (band && !strcmp(band, "abstain")) || !text)
             continue;
-        if (!(n = pick_sentences(&words, text, best)))
+        if (!(n = compose_pick_sentences(&words, text, best)))
             continue;   /* nothing of it answers: not a source */
         if ((number = compose_cite(t, p)) < 0)
             return KEEL_ENOMEM;
@@ -293,7 +329,7 @@ static int compose_passages(struct turn *t, const struct sub_result *r, struct k
             const char *sep = !k ? (used ? "\n" : "")
                               : strchr(".?!:", text[best[k - 1].start + best[k - 1].len - 1])
                                   ? " " : "; ";
-            rc = add_plain(b, sep, text + best[k].start, best[k].len);
+            rc = compose_add_plain(b, sep, text + best[k].start, best[k].len);
         }
         if (rc || (rc = keel_buf_addf(b, " [%d]", number)))
             return rc;

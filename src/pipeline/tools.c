@@ -3,6 +3,7 @@
  */
 #include "pipeline/tools.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -95,20 +96,38 @@ int tools_run(const struct tool_def *tool, const struct tool_env *env, const jso
 
 /* ---- coverage and bands ---------------------------------------------------- */
 
+/* A word's bytes are ASCII letters and digits and every byte of a UTF-8
+ * character (>= 0x80); word_fold[c] is the byte as a word holds it
+ * (ASCII lower case), 0 for one that separates words (NUL too). A table
+ * read per byte: coverage scans every sentence of every passage. */
+#define FOLD(c)                                                                   \
+    ((c) >= 'A' && (c) <= 'Z' ? (c) + 32                                          \
+     : ((c) >= 'a' && (c) <= 'z') || ((c) >= '0' && (c) <= '9') || (c) >= 0x80 ? (c) \
+                                                                               : 0)
+#define FOLD4(c) FOLD(c), FOLD((c) + 1), FOLD((c) + 2), FOLD((c) + 3)
+#define FOLD16(c) FOLD4(c), FOLD4((c) + 4), FOLD4((c) + 8), FOLD4((c) + 12)
+static const unsigned char word_fold[256] = {
+    FOLD16(0x00), FOLD16(0x10), FOLD16(0x20), FOLD16(0x30), FOLD16(0x40), FOLD16(0x50),
+    FOLD16(0x60), FOLD16(0x70), FOLD16(0x80), FOLD16(0x90), FOLD16(0xa0), FOLD16(0xb0),
+    FOLD16(0xc0), FOLD16(0xd0), FOLD16(0xe0), FOLD16(0xf0),
+};
+#undef FOLD16
+#undef FOLD4
+#undef FOLD
+
 /* Lower-cased ASCII word runs; other bytes separate words (UTF-8 words
- * still match exactly through store_query_words on the query side). */
+ * still match exactly through store_query_words on the query side). A
+ * word longer than cap - 1 bytes is cut there. */
 static size_t next_word(const char **p, char *out, size_t cap)
 {
     const unsigned char *s = (const unsigned char *)*p;
     size_t n = 0;
 
-    while (*s && !((*s | 32) >= 'a' && (*s | 32) <= 'z') && !(*s >= '0' && *s <= '9') && *s < 0x80)
+    while (*s && !word_fold[*s])
         s++;
-    while (*s && (((*s | 32) >= 'a' && (*s | 32) <= 'z') || (*s >= '0' && *s <= '9') || *s >= 0x80)) {
+    for (; word_fold[*s]; s++)
         if (n + 1 < cap)
-            out[n++] = (char)(*s >= 'A' && *s <= 'Z' ? *s + 32 : *s);
-        s++;
-    }
+            out[n++] = (char)word_fold[*s];
     out[n] = '\0';
     *p = (const char *)s;
     return n;
@@ -161,17 +180,38 @@ void tools_words_init(struct tool_words *q, const struct pipeline_config *cfg, c
 double tools_coverage_of(const struct tool_words *q, const char *text)
 {
     int found[STORE_QUERY_WORDS] = {0};
+    uint64_t starts[4] = {0};   /* the query words' first bytes, a bit each */
     size_t n_found = 0, len;
     char word[65];
 
     if (!q->n)
         return 0.0;
-    for (const char *p = text; (len = next_word(&p, word, sizeof(word))) > 0 && n_found < q->n;)
+    for (size_t k = 0; k < q->n; k++) {
+        unsigned char c = (unsigned char)q->word[k][0];
+        starts[c >> 6] |= 1ull << (c & 63);
+    }
+    for (const char *p = text; n_found < q->n;) {
+        const unsigned char *s = (const unsigned char *)p;
+        while (*s && !word_fold[*s])
+            s++;
+        /* Words match only with the same first byte (words_match: equal,
+         * or a common prefix of 4 bytes or more): a word no query word
+         * starts like is passed over unread. */
+        if (*s && !(starts[word_fold[*s] >> 6] >> (word_fold[*s] & 63) & 1)) {
+            while (word_fold[*s])
+                s++;
+            p = (const char *)s;
+            continue;
+        }
+        p = (const char *)s;
+        if (!(len = next_word(&p, word, sizeof(word))))
+            break;
         for (size_t k = 0; k < q->n; k++)
             if (!found[k] && words_match(q->word[k], q->len[k], word, len)) {
                 found[k] = 1;
                 n_found++;
             }
+    }
     return (double)n_found / (double)q->n;
 }
 

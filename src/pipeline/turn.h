@@ -220,6 +220,38 @@ int model_plan(struct turn *t, struct blueprint *bp, int *used, struct keel_erro
  * turn's sources when new. -1 when out of memory (stage_compose.c). */
 int compose_cite(struct turn *t, const json_t *item);
 
+/* A sentence of a passage: text[start, start + len), and how much of the
+ * query it covers (tools_coverage_of). */
+struct compose_sentence {
+    size_t start, len;
+    double score;
+};
+
+#define COMPOSE_SENTENCES 2   /* of a passage in an answer */
+
+/* Picks up to COMPOSE_SENTENCES sentences of `text` that share the most
+ * content words with the query (a sentence ends at a newline, at the
+ * "| |" between table rows, and at . ? ! before a space or the end — a
+ * full stop not before a lower-case word), in text order; a table's rule
+ * row ("|---|") and pieces of 20 bytes or less (or 1 KiB or more) are
+ * not sentences. Returns how many (0: none covers any of the query);
+ * the rest of best[] is zero (stage_compose.c). */
+int compose_pick_sentences(const struct tool_words *query, const char *text,
+                           struct compose_sentence best[COMPOSE_SENTENCES]);
+
+/* Appends `prefix` and `n` bytes of `text` as plain text: without
+ * markdown emphasis marks ("**Mail:**" reads "Mail:"), and a table row's
+ * cells joined by commas ("| Member Services | 1-866-… |" reads "Member
+ * Services, 1-866-…"). KEEL_ENOMEM or KEEL_ETOOBIG when `b` cannot grow,
+ * with part of it appended (stage_compose.c). */
+int compose_add_plain(struct keel_buf *b, const char *prefix, const char *text, size_t n);
+
+/* Appends the first sentence of `text` (up to . ? ! before a space or
+ * the end), at most 300 bytes cut at a word and ended by "…". KEEL_ENOMEM
+ * or KEEL_ETOOBIG when `b` cannot grow, with nothing appended
+ * (stage_compose.c). */
+int compose_first_sentence(struct keel_buf *b, const char *text);
+
 /* Appends the closing note of an answer when remote paper providers
  * failed ("Note: Semantic Scholar did not answer, …"); nothing when none
  * did (stage_compose.c). */

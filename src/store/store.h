@@ -478,7 +478,10 @@ int store_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, voi
 
 /* The runs named by `ids` (unknown ones left out), in that order, as a
  * new array of {id, task, summary, outcome, references, artifacts,
- * conversation_id, created_at, status, superseded_by, canonical, uses}. */
+ * conversation_id, created_at, status, superseded_by, canonical, uses}.
+ * The array is the caller's; the runs in it may be shared with the
+ * store (SQLite keeps the last ones read): read them, copy one to
+ * change it. */
 int store_memory_get(struct store *store, const char *const *ids, size_t n, json_t **out,
                      struct keel_error *err);
 

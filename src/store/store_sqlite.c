@@ -1026,6 +1026,7 @@ static void sqlite_close(struct store *store)
     sqlite_checkpointer_stop(st);   /* first: the last connection to close cleans up the WAL */
     connection_close(st);
     sqlite_index_free(st);
+    sqlite_memory_cache_free(st);
     keel_free(st->path);
     keel_free(st);
 }

@@ -96,6 +96,7 @@ struct sqlite_store {
     struct sqlite_index *index;                 /* store_sqlite_index.c; NULL: none */
     int write_stripe;                           /* store_sqlite_writelock.c; -1: not yet known */
     int write_locked;                           /* this store holds it */
+    struct sqlite_run_cache *run_cache;         /* store_sqlite_memory.c; NULL: none yet */
 };
 
 /* The process's writers of one file take turns on a mutex around their
@@ -237,6 +238,9 @@ int sqlite_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, vo
                        struct keel_error *err);
 int sqlite_memory_get(struct store *store, const char *const *ids, size_t n, json_t **out,
                       struct keel_error *err);
+/* Frees the runs sqlite_memory_get keeps (st->run_cache); nothing when
+ * none. */
+void sqlite_memory_cache_free(struct sqlite_store *st);
 /* erase_conversation: inside the caller's transaction, before the
  * conversation row goes, erases the runs of its owner made from it (see
  * store_delete_conversation). */

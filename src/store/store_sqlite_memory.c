@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/buf.h"
 #include "core/json.h"
 #include "store/store_sqlite_int.h"
 
@@ -186,6 +187,109 @@ static json_t *run_json(sqlite3_stmt *stmt)
                      "owner", (const char *)sqlite3_column_text(stmt, 12));
 }
 
+/* ---- the runs read, kept -------------------------------------------------------- */
+
+/* Memory admission asks for the same few runs decision after decision
+ * (the nearest ones to each new run), and making a run's JSON — parsing
+ * its references and artifacts, checking its texts — was most of a
+ * read. So the JSON of the last RUN_CACHE_SIZE runs read is kept with
+ * the exact bytes of the row it was made from: each read still reads
+ * the row, and reuses the JSON only when every column is the same,
+ * byte for byte. Whatever changes a row (this process or another)
+ * makes another JSON; nothing has to tell the cache. Rows over
+ * RUN_KEPT_MAX bytes are not kept, so the cache holds at most about
+ * 32 × 16 KiB of rows and their JSON. */
+#define RUN_CACHE_SIZE 32
+#define RUN_KEPT_MAX (16u << 10)   /* bytes of a row kept: a run's texts may be 16 KiB each */
+#define RUN_COLUMNS 13                               /* of ST_MEM_GET */
+#define RUN_INT_COLUMNS ((1u << 7) | (1u << 10) | (1u << 11))  /* created_at, canonical, uses */
+
+struct run_entry {
+    char *row;          /* the row's bytes (row_bytes); NULL: a free entry */
+    size_t len;
+    json_t *run;        /* made from them by run_json */
+    uint64_t used;
+};
+
+struct sqlite_run_cache {
+    struct run_entry e[RUN_CACHE_SIZE];
+    uint64_t clock;
+    struct keel_buf row;   /* the row being read */
+};
+
+void sqlite_memory_cache_free(struct sqlite_store *st)
+{
+    struct sqlite_run_cache *c = st->run_cache;
+
+    if (!c)
+        return;
+    for (int i = 0; i < RUN_CACHE_SIZE; i++) {
+        keel_free(c->e[i].row);
+        json_decref(c->e[i].run);
+    }
+    keel_buf_release(&c->row);
+    keel_free(c);
+    st->run_cache = NULL;
+}
+
+/* The row's bytes into `b`: every column run_json reads, each told from
+ * NULL and from the others by its length. Nonzero when a text could not
+ * be read (out of memory): such a row is not kept. */
+static int row_bytes(sqlite3_stmt *stmt, struct keel_buf *b)
+{
+    int rc = KEEL_OK;
+
+    keel_buf_truncate(b, 0);
+    for (int i = 0; i < RUN_COLUMNS && !rc; i++) {
+        if (RUN_INT_COLUMNS >> i & 1) {
+            int64_t v = sqlite3_column_int64(stmt, i);
+            rc = keel_buf_add(b, &v, sizeof(v));
+        } else if (sqlite3_column_type(stmt, i) == SQLITE_NULL) {   /* before any conversion */
+            rc = keel_buf_add(b, "N", 1);
+        } else {
+            const unsigned char *t = sqlite3_column_text(stmt, i);
+            size_t n = (size_t)sqlite3_column_bytes(stmt, i);
+            if (!t)
+                return KEEL_ENOMEM;
+            if (!(rc = keel_buf_add(b, "T", 1)) && !(rc = keel_buf_add(b, &n, sizeof(n))))
+                rc = keel_buf_add(b, t, n);
+        }
+    }
+    return rc;
+}
+
+/* The JSON of the row `stmt` is on: the kept one when the row is the
+ * same, else a new one, then kept. A new reference, or NULL when out of
+ * memory. */
+static json_t *run_json_kept(struct sqlite_store *st, sqlite3_stmt *stmt)
+{
+    struct sqlite_run_cache *c = st->run_cache;
+    struct run_entry *e, *oldest;
+    json_t *run;
+    char *row;
+
+    if (!c && (c = st->run_cache = keel_calloc(1, sizeof(*c))))
+        keel_buf_init(&c->row, 0);
+    if (!c || row_bytes(stmt, &c->row) || c->row.len > RUN_KEPT_MAX)
+        return run_json(stmt);   /* not kept */
+    oldest = &c->e[0];
+    for (e = c->e; e < c->e + RUN_CACHE_SIZE; e++) {
+        if (e->row && e->len == c->row.len && !memcmp(e->row, c->row.data, e->len)) {
+            e->used = ++c->clock;
+            return json_incref(e->run);
+        }
+        if (e->used < oldest->used)
+            oldest = e;
+    }
+    if (!(run = run_json(stmt)) || !(row = keel_malloc(c->row.len)))
+        return run;   /* not kept */
+    memcpy(row, c->row.data, c->row.len);
+    keel_free(oldest->row);
+    json_decref(oldest->run);
+    *oldest = (struct run_entry){row, c->row.len, json_incref(run), ++c->clock};
+    return run;
+}
+
 int sqlite_memory_get(struct store *store, const char *const *ids, size_t n, json_t **out,
                       struct keel_error *err)
 {
@@ -203,7 +307,7 @@ int sqlite_memory_get(struct store *store, const char *const *ids, size_t n, jso
         BIND_TEXT(stmt, 1, ids[i]);
         step = sqlite3_step(stmt);
         if (step == SQLITE_ROW) {
-            if (json_array_append_new(list, run_json(stmt)))
+            if (json_array_append_new(list, run_json_kept(st, stmt)))
                 rc = keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
         } else if (step != SQLITE_DONE) {
             rc = sqlite_fail(st, step, "reading runs", err);

@@ -150,7 +150,8 @@ int main(void)
     Suite *(*const suites[])(void) = {
         suite_core, suite_clock, suite_yaml, suite_pack, suite_lexicon, suite_policy,
         suite_policy_refine, suite_replay,
-        suite_store, suite_store_conv, suite_ingest, suite_pipeline, suite_providers, suite_llm,
+        suite_store, suite_store_conv, suite_ingest, suite_pipeline, suite_compose, suite_providers,
+        suite_llm,
         suite_memory, suite_memory_hnsw, suite_server, suite_assistant, suite_artifact,
         suite_artifact_store, suite_scenario, suite_bm25, suite_json_write, suite_store_migrate,
         suite_store_events, suite_store_vfs,

@@ -135,6 +135,47 @@ START_TEST(test_embed_deterministic)
 }
 END_TEST
 
+/* Stored vectors were made by the embedder as first written
+ * ("hashed-v1"): memory_embed gives the same floats, bit for bit. The
+ * digest (64-bit FNV-1a over the floats' bytes) of 3,000 embeddings of
+ * random texts, as that embedder made them. */
+#define HASHED_V1_DIGEST 0x3f67e468b7885c7aull
+
+START_TEST(test_embed_matches_reference)
+{
+    static const char *const words[] = {
+        "Generate", "optimized", "SQL", "queries", "for", "user", "data", "SELECT", "*", "FROM",
+        "users", "studies", "passes", "running", "caf\xc3\xa9", "\xe6\x97\xa5", "2024", "a", "ab",
+        "x1y2", ",", ".", "-", "  ", "\n",
+        "averyveryveryveryverylongwordthatisovertheword48bytecapofthembedder",
+    };
+    uint64_t rng = 424242, digest = 14695981039346656037ull;
+    char task[512], summary[1024];
+
+    for (int i = 0; i < 3000; i++) {
+        float got[MEMORY_DIM];
+        char *texts[2] = {task, summary};
+        size_t caps[2] = {sizeof(task), sizeof(summary)};
+
+        for (int t = 0; t < 2; t++) {
+            size_t len = 0, n_words = rng_next(&rng) % (t ? 120 : 30);
+            texts[t][0] = '\0';
+            for (size_t w = 0; w < n_words; w++) {
+                const char *word = words[rng_next(&rng) % (sizeof(words) / sizeof(words[0]))];
+                int wrote = snprintf(texts[t] + len, caps[t] - len, "%s ", word);
+                if (wrote < 0 || (size_t)wrote >= caps[t] - len)
+                    break;
+                len += (size_t)wrote;
+            }
+        }
+        memory_embed(task, i % 7 ? summary : NULL, got);
+        for (size_t k = 0; k < sizeof(got); k++)
+            digest = (digest ^ ((const unsigned char *)got)[k]) * 1099511628211ull;
+    }
+    ck_assert_msg(digest == HASHED_V1_DIGEST, "digest %#llx", (unsigned long long)digest);
+}
+END_TEST
+
 START_TEST(test_embed_unit_norm_and_zero)
 {
     static const char *const worded[] = {
@@ -717,6 +758,65 @@ START_TEST(test_index_growth_and_rehash)
     memory_index_free(ix);
     free(v);
     free(w);
+}
+END_TEST
+
+
+/* A search among one owner's runs gives what reading every one of that
+ * owner's vectors gives: with fewer runs than the rescored candidates
+ * (no code is read) and with more (the codes choose). */
+START_TEST(test_index_owned_matches_brute_force)
+{
+    enum { DIM = 64, N = 150, OWNERS = 3 };
+    float *v = malloc((size_t)N * DIM * sizeof(float)), q[DIM];
+    struct memory_index *ix = index_new(DIM);
+    uint64_t rng = 11;
+    char id[32];
+
+    ck_assert_ptr_nonnull(v);
+    for (int n = 0; n < N; n++) {
+        random_unit(&rng, v + (size_t)n * DIM, DIM);
+        snprintf(id, sizeof(id), "run-%03d", n);
+        ck_assert_int_eq(memory_index_put_owned(ix, id, (uint64_t)(n % OWNERS) + 1,
+                                                v + (size_t)n * DIM), KEEL_OK);
+        for (uint64_t owner = 1; owner <= OWNERS; owner++) {
+            struct memory_hit hits[5];
+            int best[5], n_best = 0;
+            size_t got;
+
+            /* near run n (or a random point), so similarities spread */
+            random_unit(&rng, q, DIM);
+            for (int d = 0; d < DIM; d++)
+                q[d] = 0.3f * q[d] + v[(size_t)n * DIM + d];
+            got = memory_index_search_owned(ix, q, 5, -2.0f, &owner, hits);
+            /* the brute force: every run of the owner, best first, ties
+             * to the earlier */
+            for (int r = 0; r <= n; r++) {
+                int at;
+                if ((uint64_t)(r % OWNERS) + 1 != owner)
+                    continue;
+                at = n_best < 5 ? n_best++ : 5;
+                while (at > 0 && memory_dot(q, v + (size_t)best[at - 1] * DIM, DIM) <
+                                     memory_dot(q, v + (size_t)r * DIM, DIM)) {
+                    if (at < 5)
+                        best[at] = best[at - 1];
+                    at--;
+                }
+                if (at < 5)
+                    best[at] = r;
+            }
+            ck_assert_uint_eq(got, (size_t)n_best);
+            for (int k = 0; k < n_best; k++) {
+                snprintf(id, sizeof(id), "run-%03d", best[k]);
+                ck_assert_msg(!strcmp(hits[k].id, id), "%d runs, owner %d, hit %d: %s, expected %s",
+                              n + 1, (int)owner, k, hits[k].id, id);
+                ck_assert(hits[k].similarity ==
+                          memory_dot(q, v + (size_t)best[k] * DIM, DIM));
+            }
+        }
+    }
+    memory_index_free(ix);
+    free(v);
 }
 END_TEST
 
@@ -1544,6 +1644,91 @@ START_TEST(test_store_get_order)
     ck_assert_int_eq(store_memory_decisions(store, NULL, 10, 0, &list, &err), KEEL_OK);
     assert_json(list, "[]", "no decisions");
     json_decref(list);
+    store_close(store);
+}
+END_TEST
+
+/* A run read again is the run as it is now: whatever changed it, this
+ * connection or another one (SQLite keeps the last runs read, and
+ * reuses one only for the same row). */
+START_TEST(test_store_get_follows_changes)
+{
+    struct store *store = unit_store_fresh(), *again = store_again(store);
+    struct run_in a, b, c, x;
+    const char *ids[40];
+    char names[40][16];
+    json_t *run;
+
+    apply_ok(store, "ADD", run_make(&a, "run_a", "success", "[\"A\"]"), NULL, NULL, 0);
+    run = run_get(store, "run_a");
+    assert_json(json_object_get(run, "references"), "[\"A\"]", "refs");
+    json_decref(run);
+    run = run_get(store, "run_a");   /* the same, read again */
+    assert_json(json_object_get(run, "references"), "[\"A\"]", "refs again");
+    ck_assert_int_eq(json_integer_value(json_object_get(run, "uses")), 1);
+    json_decref(run);
+
+    /* another connection merges into it: references, uses, canonical */
+    apply_ok(again, "MERGE", run_make(&b, "run_b", "failure", "[\"B\"]"), "run_a",
+             "[\"A\",\"B\"]", 0);
+    run = run_get(store, "run_a");
+    assert_json(json_object_get(run, "references"), "[\"A\",\"B\"]", "refs after the merge");
+    ck_assert_int_eq(json_integer_value(json_object_get(run, "uses")), 2);
+    ck_assert(json_is_true(json_object_get(run, "canonical")));
+    json_decref(run);
+    run = run_get(store, "run_b");
+    ck_assert(json_is_false(json_object_get(run, "canonical")));
+    json_decref(run);
+
+    /* and replaces it: status, superseded_by */
+    apply_ok(again, "REPLACE", run_make(&c, "run_c", "success", NULL), "run_a", NULL, 0);
+    run = run_get(store, "run_a");
+    ck_assert_str_eq(json_string_value(json_object_get(run, "status")), "superseded");
+    ck_assert_str_eq(json_string_value(json_object_get(run, "superseded_by")), "run_c");
+    json_decref(run);
+
+    /* more runs than are kept, then the first again */
+    for (int i = 0; i < 40; i++) {
+        snprintf(names[i], sizeof(names[i]), "run_x%02d", i);
+        apply_ok(store, "ADD", run_make(&x, names[i], "partial", NULL), NULL, NULL, 0);
+        ids[i] = names[i];
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        json_t *list = NULL;
+        struct keel_error err;
+        keel_error_clear(&err);
+        ck_assert_int_eq(store_memory_get(store, ids, 40, &list, &err), KEEL_OK);
+        ck_assert_uint_eq(json_array_size(list), 40);
+        for (int i = 0; i < 40; i++)
+            ck_assert_str_eq(json_string_value(json_object_get(json_array_get(list, (size_t)i),
+                                                               "id")), names[i]);
+        json_decref(list);
+    }
+    run = run_get(store, "run_a");
+    ck_assert_str_eq(json_string_value(json_object_get(run, "superseded_by")), "run_c");
+    assert_json(json_object_get(run, "references"), "[\"A\",\"B\"]", "refs at last");
+    json_decref(run);
+
+    /* a row too big to keep reads the same all the same */
+    {
+        static char big[16001];   /* over RUN_KEPT_MAX with the rest of its row */
+        memset(big, 'w', sizeof(big) - 1);
+        run_make(&x, "run_big", "success", NULL);
+        x.run.summary = big;
+        apply_ok(store, "ADD", &x.run, NULL, NULL, 0);
+        for (int pass = 0; pass < 2; pass++) {
+            run = run_get(store, "run_big");
+            ck_assert_uint_eq(strlen(json_string_value(json_object_get(run, "summary"))),
+                              sizeof(big) - 1);
+            json_decref(run);
+        }
+        apply_ok(again, "MERGE", run_make(&b, "run_b2", "failure", "[\"B2\"]"), "run_big",
+                 "[\"B2\"]", 0);
+        run = run_get(store, "run_big");
+        assert_json(json_object_get(run, "references"), "[\"B2\"]", "refs of the big run");
+        json_decref(run);
+    }
+    store_again_close(store, again);
     store_close(store);
 }
 END_TEST
@@ -2712,6 +2897,104 @@ START_TEST(test_admit_allocation_failures)
 }
 END_TEST
 
+/* "Same summary" sets case, spacing (anywhere) and trailing . ! ? aside,
+ * nothing else: the same failure again with such a summary is NOT, with
+ * any other an ADD. */
+START_TEST(test_admit_same_text)
+{
+    static const struct {
+        const char *summary;
+        int same;
+    } cases[] = {
+        {"Created the tables and the foreign keys", 1},
+        {"created THE tables and the foreign keys", 1},
+        {"  Created the   tables\tand the foreign keys  ", 1},
+        {"Created the tables and the foreign keys.", 1},
+        {"Created the tables and the foreign keys?! \n", 1},
+        {"Createdthe tables and the foreignkeys", 1},
+        {"Created the tables and the foreign keys. Then", 0},
+        {"Created the tables, and the foreign keys", 0},
+        {"Created the tables and the foreign key", 0},
+        {"Created the tables and the foreign keys;", 0},
+        {"Created the tables and the foreign keys\v", 1},   /* a space to isspace */
+        {"Created the tables and the foreign keys.\v.", 0},  /* not a trailing mark */
+        {". Created the tables and the foreign keys", 0},
+        {"Created the tables and the foreign keyz", 0},
+    };
+    char id[32];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct store *store = unit_store_fresh();
+        struct memory *m = memory_new(store);
+        json_t *out;
+
+        ADMIT(m, "run_first", SQL_TASK, "Created the tables and the foreign keys", "failure",
+              NULL, "ADD", NULL);
+        snprintf(id, sizeof(id), "run_again%zu", i);
+        out = admit(m, id, SQL_TASK, cases[i].summary, "failure", NULL, NULL, NULL);
+        ck_assert_msg(!strcmp(json_string_value(json_object_get(out, "decision")),
+                              cases[i].same ? "NOT" : "ADD"),
+                      "\"%s\": %s (%s)", cases[i].summary,
+                      json_string_value(json_object_get(out, "decision")),
+                      json_string_value(json_object_get(out, "reason")));
+        json_decref(out);
+        memory_free(m);
+        store_close(store);
+    }
+}
+END_TEST
+
+/* Each candidate is judged on its own summary: a failure unlike both
+ * earlier failures of its task is an ADD, one like a candidate that is
+ * not the nearest (its task written without a space: the same task,
+ * other words) is NOT. */
+START_TEST(test_admit_rules_each_candidate)
+{
+    struct store *store = unit_store_fresh();
+    struct memory *m = memory_new(store);
+    json_t *out;
+
+    ADMIT(m, "run_1", SQL_TASK, "Created the tables", "failure", NULL, "ADD", NULL);
+    ADMIT(m, "run_2", "Generate optimized SQLqueries for user data", "Created the indexes",
+          "failure", NULL, "ADD", NULL);
+    out = admit(m, "run_3", SQL_TASK, "Created the views", "failure", NULL, "ADD", NULL);
+    ck_assert_uint_eq(json_array_size(json_object_get(out, "candidates")), 2);
+    json_decref(out);
+    out = admit(m, "run_4", SQL_TASK, "created the INDEXES.", "failure", NULL, "NOT", "run_2");
+    ck_assert_uint_eq(json_array_size(json_object_get(out, "candidates")), 3);
+    ck_assert_str_ne(json_string_value(json_object_get(
+                         json_array_get(json_object_get(out, "candidates"), 0), "id")),
+                     "run_2");
+    json_decref(out);
+    memory_free(m);
+    store_close(store);
+}
+END_TEST
+
+/* A search's similarities are the answer's: the stored runs read later
+ * (by a decision, by the next search) have none. */
+START_TEST(test_search_leaves_runs_unchanged)
+{
+    struct store *store = unit_store_fresh();
+    struct memory *m = memory_new(store);
+    json_t *runs, *run;
+
+    ADMIT(m, "run_sql", SQL_TASK, SQL_FAILED, "failure", NULL, "ADD", NULL);
+    for (int i = 0; i < 2; i++) {
+        runs = search(m, SQL_TASK, 5);
+        ck_assert_uint_eq(json_array_size(runs), 1);
+        ck_assert(json_is_real(json_object_get(json_array_get(runs, 0), "similarity")));
+        json_decref(runs);
+    }
+    run = run_get(store, "run_sql");
+    ck_assert_ptr_null(json_object_get(run, "similarity"));
+    json_decref(run);
+    ADMIT(m, "run_sql2", SQL_TASK, SQL_FAILED, "failure", NULL, "NOT", "run_sql");
+    memory_free(m);
+    store_close(store);
+}
+END_TEST
+
 /* Without artifacts (NULL: an empty array) the admission stores [] and
  * leaves no allocation behind. */
 START_TEST(test_admit_without_artifacts)
@@ -2966,6 +3249,7 @@ static void add_store_tests(TCase *tc)
     tcase_add_test(tc, test_store_sync);
     tcase_add_test(tc, test_store_sync_failed_callback_replays);
     tcase_add_test(tc, test_store_get_order);
+    tcase_add_test(tc, test_store_get_follows_changes);
     tcase_add_test(tc, test_store_decisions_paging);
     tcase_add_test(tc, test_store_check_errors);
     tcase_add_test(tc, test_store_apply_allocation_failures);
@@ -2991,6 +3275,9 @@ static void add_admit_tests(TCase *tc)
     tcase_add_test(tc, test_admit_after_failed_sync);
     tcase_add_test(tc, test_admit_allocation_failures);
     tcase_add_test(tc, test_admit_without_artifacts);
+    tcase_add_test(tc, test_admit_same_text);
+    tcase_add_test(tc, test_admit_rules_each_candidate);
+    tcase_add_test(tc, test_search_leaves_runs_unchanged);
     tcase_add_test(tc, test_owner_isolation);
     tcase_add_test(tc, test_erase_with_conversation);
 }
@@ -3007,6 +3294,7 @@ Suite *suite_memory(void)
 
     unit_leak_fixture(embed);
     tcase_add_test(embed, test_embed_deterministic);
+    tcase_add_test(embed, test_embed_matches_reference);
     tcase_add_test(embed, test_embed_unit_norm_and_zero);
     tcase_add_test(embed, test_embed_case_and_plurals);
     tcase_add_test(embed, test_embed_ed_meets_base_form);
@@ -3031,6 +3319,7 @@ Suite *suite_memory(void)
     tcase_add_test(index, test_index_growth_and_rehash);
     tcase_add_test(index, test_index_churn);
     tcase_add_test(index, test_index_matches_brute_force);
+    tcase_add_test(index, test_index_owned_matches_brute_force);
     tcase_add_test(index, test_index_allocation_failures);
     suite_add_tcase(s, index);
 

@@ -73,6 +73,7 @@ Suite *suite_replay(void);
 Suite *suite_store(void);
 Suite *suite_store_conv(void);
 Suite *suite_pipeline(void);
+Suite *suite_compose(void);
 Suite *suite_ingest(void);
 Suite *suite_providers(void);
 Suite *suite_llm(void);
