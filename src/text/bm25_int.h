@@ -1,0 +1,72 @@
+/*
+ * bm25_int.h — the frozen index of bm25.h as bm25.c builds it and
+ * bm25_search.c reads it.
+ *
+ * Terms are sorted by bytes, so the terms a prefix begins are one range.
+ * A term's postings are `df` (row gap, count) pairs of varints, rows
+ * ascending, in one pool shared by every term. Every BM25_SKIP_EVERY
+ * postings a skip entry says where the next block starts and which row
+ * preceded it, so a reader looking for a later row jumps over blocks it
+ * does not need instead of decoding them (a term with df postings has
+ * (df - 1) / BM25_SKIP_EVERY entries, the first at skips[term.skip]).
+ */
+#ifndef KEEL_TEXT_BM25_INT_H
+#define KEEL_TEXT_BM25_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "text/bm25.h"
+
+#define BM25_K1 1.2
+#define BM25_B 0.75
+#define BM25_SKIP_EVERY 64   /* postings a skip entry covers */
+
+struct bm25_term {
+    uint32_t off, len;       /* bytes in `strings` */
+    uint32_t post, post_len; /* bytes in `postings` */
+    uint32_t df;             /* postings: rows holding the term */
+    uint32_t skip;           /* its first entry in `skips` */
+};
+
+/* Block k (k >= 1) of a term's postings: it starts at byte `off` of the
+ * pool, and the posting before it is row `row_plus1` - 1. */
+struct bm25_skip {
+    uint32_t row_plus1, off;
+};
+
+struct bm25_index {
+    char *strings;
+    struct bm25_term *terms;   /* sorted by bytes */
+    size_t n_terms;
+    unsigned char *postings;
+    size_t postings_len;
+    struct bm25_skip *skips;
+    size_t n_skips;
+    uint32_t *lengths;
+    double *norm;              /* per row: k1 * (1 - b + b * length / avgdl) */
+    size_t n_rows;
+    uint64_t tokens;
+};
+
+/* Skip entries of a term of `df` postings. */
+static inline uint32_t bm25_skips_of(uint32_t df)
+{
+    return df ? (df - 1) / BM25_SKIP_EVERY : 0;
+}
+
+/* Reads one varint (at most 5 bytes, written by bm25.c) into *v. */
+static inline const unsigned char *bm25_varint_get(const unsigned char *p, uint32_t *v)
+{
+    uint32_t x = 0;
+    int shift = 0;
+
+    while (*p & 0x80) {
+        x |= (uint32_t)(*p++ & 0x7f) << shift;
+        shift += 7;
+    }
+    *v = x | (uint32_t)*p++ << shift;
+    return p;
+}
+
+#endif
