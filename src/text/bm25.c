@@ -7,8 +7,10 @@
  * row a term's count grows in the term itself; when the row closes, its
  * (term, count) pairs are appended as varints to one byte stream, so the
  * build needs no allocation per term. Freezing sorts the terms by bytes,
- * measures each term's postings (row gap, count: two varints) and counts
- * them (its df) in a first pass over the stream, and writes them, term
+ * measures each term's postings (row gap, count: two varints), counts
+ * them (its df) and the rows holding it or a longer term it begins (its
+ * rows: each row counted up the chain of a term's prefixes that are
+ * terms) in a first pass over the stream, and writes them, term
  * after term, into one pool in a second, with a skip entry at the start
  * of every block of BM25_SKIP_EVERY postings after the first; then the
  * stream goes.
@@ -275,13 +277,14 @@ static int by_bytes(const void *x, const void *y)
 }
 
 /* The postings of every term from the stream: pass 0 measures (into
- * terms[].post_len and terms[].df), pass 1 writes at `at` (per sorted
- * term, from terms[].post on) and fills the skip entries, counting each
- * term's postings in `seen`. `rank` maps a build id to its sorted place;
- * `prev` is per build id; `prev` and `seen` are zeroed by the caller. */
+ * terms[].post_len, .df and .rows), pass 1 writes at `at` (per sorted
+ * term, from terms[].post on) and fills the skip entries. `rank` maps a
+ * build id to its sorted place; `prev` is per build id; `seen` per sorted
+ * term; `parent` is the longest shorter term each term begins with (or
+ * UINT32_MAX). `prev` and `seen` are zeroed by the caller. */
 static void postings_pass(const struct bm25_builder *b, struct bm25_index *ix,
-                          const uint32_t *rank, uint32_t *prev, uint32_t *at, uint32_t *seen,
-                          int pass)
+                          const uint32_t *rank, const uint32_t *parent, uint32_t *prev,
+                          uint32_t *at, uint32_t *seen, int pass)
 {
     const unsigned char *p = b->stream.data;
 
@@ -299,6 +302,13 @@ static void postings_pass(const struct bm25_builder *b, struct bm25_index *ix,
             if (pass == 0) {
                 term->post_len += (uint32_t)(varint_len(gap) + varint_len(tf));
                 term->df++;
+                /* The row counts once for the term and each term it
+                 * begins with (seen: the last row counted, plus one); an
+                 * ancestor counted already had its own counted too. */
+                for (uint32_t a = t; a != UINT32_MAX && seen[a] != row + 1; a = parent[a]) {
+                    seen[a] = row + 1;
+                    ix->terms[a].rows++;
+                }
             } else {
                 unsigned char *w = ix->postings + at[t];
                 if (seen[t] && seen[t] % BM25_SKIP_EVERY == 0) {
@@ -307,13 +317,38 @@ static void postings_pass(const struct bm25_builder *b, struct bm25_index *ix,
                     skip->row_plus1 = prev[id];
                     skip->off = at[t];
                 }
-                seen[t]++;
+                seen[t]++;   /* postings written */
                 w = varint_put(w, gap);
                 w = varint_put(w, tf);
                 at[t] = (uint32_t)(w - ix->postings);
             }
             prev[id] = row + 1;
         }
+    }
+}
+
+/* Whether sorted term `a` begins with term `b`. */
+static int term_begins(const struct bm25_index *ix, const char *strings, uint32_t a, uint32_t b)
+{
+    const struct bm25_term *ta = &ix->terms[a], *tb = &ix->terms[b];
+
+    return ta->len >= tb->len && !memcmp(strings + ta->off, strings + tb->off, tb->len);
+}
+
+/* Each sorted term's parent: the longest shorter term it begins with, or
+ * UINT32_MAX. The terms that begin with one follow it in sorted order, so
+ * a stack of the current term's prefixes finds them; `stack` has room for
+ * every term. */
+static void term_parents(const struct bm25_index *ix, const char *strings, uint32_t *parent,
+                         uint32_t *stack)
+{
+    size_t depth = 0;
+
+    for (uint32_t t = 0; t < ix->n_terms; t++) {
+        while (depth && !term_begins(ix, strings, t, stack[depth - 1]))
+            depth--;
+        parent[t] = depth ? stack[depth - 1] : UINT32_MAX;
+        stack[depth++] = t;
     }
 }
 
@@ -344,7 +379,7 @@ static int postings_place(struct bm25_index *ix, uint32_t *at)
 int bm25_builder_finish(struct bm25_builder *b, struct bm25_index **out)
 {
     struct bm25_index *ix = NULL;
-    uint32_t *rank = NULL, *prev = NULL, *at = NULL, *seen = NULL;
+    uint32_t *rank = NULL, *prev = NULL, *at = NULL, *seen = NULL, *parent = NULL;
     size_t n_terms = b->n_terms ? b->n_terms : 1;
     int rc = KEEL_ENOMEM;
 
@@ -357,7 +392,8 @@ int bm25_builder_finish(struct bm25_builder *b, struct bm25_index **out)
         !(rank = keel_malloc(n_terms * sizeof(*rank))) ||
         !(prev = keel_calloc(n_terms, sizeof(*prev))) ||
         !(at = keel_malloc(n_terms * sizeof(*at))) ||
-        !(seen = keel_calloc(n_terms, sizeof(*seen))))
+        !(seen = keel_calloc(n_terms, sizeof(*seen))) ||
+        !(parent = keel_malloc(n_terms * sizeof(*parent))))
         goto out;
     for (size_t t = 0; t < b->n_terms; t++) {
         ix->terms[t].off = b->terms[t].off;
@@ -371,12 +407,14 @@ int bm25_builder_finish(struct bm25_builder *b, struct bm25_index **out)
         ix->terms[t].post = 0;
     }
     ix->n_terms = b->n_terms;
-    postings_pass(b, ix, rank, prev, at, seen, 0);
+    term_parents(ix, (const char *)b->strings.data, parent, at);
+    postings_pass(b, ix, rank, parent, prev, at, seen, 0);
     if ((rc = postings_place(ix, at)))
         goto out;
     rc = KEEL_ENOMEM;
     memset(prev, 0, n_terms * sizeof(*prev));
-    postings_pass(b, ix, rank, prev, at, seen, 1);
+    memset(seen, 0, n_terms * sizeof(*seen));
+    postings_pass(b, ix, rank, parent, prev, at, seen, 1);
     /* Hand over the strings and lengths; the rest of the builder goes. */
     ix->strings = (char *)b->strings.data;
     b->strings.data = NULL;
@@ -401,6 +439,7 @@ out:
     keel_free(prev);
     keel_free(at);
     keel_free(seen);
+    keel_free(parent);
     bm25_index_free(ix);
     bm25_builder_free(b);
     return rc;

@@ -3,7 +3,9 @@
  * bm25_search.c reads it.
  *
  * Terms are sorted by bytes, so the terms a prefix begins are one range.
- * A term's postings are `df` (row gap, count) pairs of varints, rows
+ * Each term knows the rows holding it (df) and the rows holding it or a
+ * longer term it begins (rows): a BM25_ALL word that is a term has its n
+ * without decoding. A term's postings are `df` (row gap, count) pairs of varints, rows
  * ascending, in one pool shared by every term. Every BM25_SKIP_EVERY
  * postings a skip entry says where the next block starts and which row
  * preceded it, so a reader looking for a later row jumps over blocks it
@@ -26,6 +28,7 @@ struct bm25_term {
     uint32_t off, len;       /* bytes in `strings` */
     uint32_t post, post_len; /* bytes in `postings` */
     uint32_t df;             /* postings: rows holding the term */
+    uint32_t rows;           /* rows holding a term that begins with this one */
     uint32_t skip;           /* its first entry in `skips` */
 };
 

@@ -49,11 +49,17 @@ struct bm25_scratch {
     size_t counts_cap;     /* uint32s */
 };
 
-/* One query word: its terms, its n, where its postings are read from. */
+/* How a BM25_ALL word's rows are read: the postings of its one term; of
+ * its several terms, each in turn (its n is the first term's rows: every
+ * term of the range begins with that one); or its decoded list. */
+enum word_kind { WORD_TERM, WORD_RANGE, WORD_LIST };
+
+/* One query word: its terms, its n, where its rows are read from. */
 struct word {
     size_t first, end;     /* its terms [first, end) */
     uint32_t n;            /* rows holding it */
-    size_t list;           /* several terms: its pairs at lists[list], n of them */
+    enum word_kind kind;
+    size_t list;           /* WORD_LIST: its pairs at lists[list], n of them */
     double idf;
 };
 
@@ -186,7 +192,8 @@ static int begins(const struct bm25_index *ix, size_t t, const char *word, size_
 }
 
 /* The terms of query word `w`: the exact term (BM25_ANY) or every term it
- * begins (BM25_ALL); an empty range when there is none. */
+ * begins (BM25_ALL), an empty range when there is none; its n when that
+ * needs no decoding (else WORD_LIST: word_list counts it). */
 static void word_terms(const struct bm25_index *ix, const struct bm25_query *q, size_t w,
                        struct word *word)
 {
@@ -202,8 +209,16 @@ static void word_terms(const struct bm25_index *ix, const struct bm25_query *q, 
     }
     word->first = t;
     word->end = end;
-    word->n = end - t == 1 ? ix->terms[t].df : 0;
     word->list = 0;
+    word->n = 0;
+    word->kind = WORD_LIST;
+    if (end - t == 1) {
+        word->n = ix->terms[t].df;
+        word->kind = WORD_TERM;
+    } else if (end > t && begins(ix, end - 1, ix->strings + ix->terms[t].off, ix->terms[t].len)) {
+        word->n = ix->terms[t].rows;   /* every term of the range begins with the first */
+        word->kind = WORD_RANGE;
+    }
 }
 
 /* Reads the posting at *p (gap and count) into *row_plus1, *tf. */
@@ -286,26 +301,31 @@ static int word_list(const struct bm25_index *ix, struct word *word, struct bm25
         } while (bits);
     }
     word->n = n;
+    word->kind = WORD_LIST;
     word->list = *used;
     *used += 2 * (size_t)n;
     return KEEL_OK;
 }
 
-static void cursor_init(struct cursor *c, const struct bm25_index *ix, const struct word *word,
-                        const struct bm25_scratch *s)
+/* A cursor on the postings of term `t`. */
+static void cursor_term(struct cursor *c, const struct bm25_index *ix, size_t t)
+{
+    const struct bm25_term *term = &ix->terms[t];
+
+    memset(c, 0, sizeof(*c));
+    c->pool = ix->postings;
+    c->p = ix->postings + term->post;
+    c->end = c->p + term->post_len;
+    c->skip = ix->skips + term->skip;
+    c->skip_end = c->skip + bm25_skips_of(term->df);
+}
+
+/* A cursor on a decoded list of `n` pairs. */
+static void cursor_list(struct cursor *c, const uint32_t *pairs, uint32_t n)
 {
     memset(c, 0, sizeof(*c));
-    if (word->end - word->first == 1) {
-        const struct bm25_term *term = &ix->terms[word->first];
-        c->pool = ix->postings;
-        c->p = ix->postings + term->post;
-        c->end = c->p + term->post_len;
-        c->skip = ix->skips + term->skip;
-        c->skip_end = c->skip + bm25_skips_of(term->df);
-    } else {
-        c->pair = s->lists + word->list;
-        c->pair_end = c->pair + 2 * (size_t)word->n;
-    }
+    c->pair = pairs;
+    c->pair_end = pairs + 2 * (size_t)n;
 }
 
 /* Moves `c` to its first row >= `row` (c->row_plus1, c->tf): 1, or 0 when
@@ -392,14 +412,11 @@ struct best {
     void *ctx;
 };
 
-/* Offers a hit to the heap; keep() is asked only when it would enter. */
-static void best_offer(struct best *b, uint32_t row, double score)
+/* Puts a hit that beats the heap's worst (or fills it) in, when keep()
+ * accepts it. */
+static void best_enter(struct best *b, struct bm25_hit hit)
 {
-    struct bm25_hit hit = {row, score};
-
-    if (b->kept == b->limit && !worse(&b->heap[0], &hit))
-        return;
-    if (b->keep && !b->keep(b->ctx, row))
+    if (b->keep && !b->keep(b->ctx, hit.row))
         return;
     if (b->kept < b->limit) {
         b->heap[b->kept] = hit;
@@ -408,6 +425,15 @@ static void best_offer(struct best *b, uint32_t row, double score)
         b->heap[0] = hit;
         sift_down(b->heap, b->kept, 0);
     }
+}
+
+/* Offers a hit to the heap; keep() is asked only when it would enter. */
+static inline void best_offer(struct best *b, uint32_t row, double score)
+{
+    struct bm25_hit hit = {row, score};
+
+    if (b->kept < b->limit || worse(&b->heap[0], &hit))
+        best_enter(b, hit);
 }
 
 /* Heap order to best first: takes the worst off the end, one by one. */
@@ -459,19 +485,20 @@ static void search_any(const struct bm25_index *ix, const struct bm25_query *q,
         best_offer(best, s->rows[i], s->score[s->rows[i]]);
 }
 
-/* BM25_ALL's candidates: the rows of word `src` into s->rows[0..n) with
- * their counts in column `src` of s->counts (`n_words` columns). */
+/* BM25_ALL's candidates: the rows of word `src` (a term or a list) into
+ * s->rows[0..n) with their counts in column `src` of s->counts (`nw`
+ * columns), all alive. */
 static void candidates(const struct bm25_index *ix, const struct word *word, size_t src,
-                       size_t n_words, struct bm25_scratch *s)
+                       size_t nw, struct bm25_scratch *s)
 {
     uint32_t *counts = s->counts + src;
 
-    if (word->end - word->first == 1) {
+    if (word->kind == WORD_TERM) {
         const struct bm25_term *term = &ix->terms[word->first];
         const unsigned char *p = ix->postings + term->post, *end = p + term->post_len;
         uint32_t row_plus1 = 0, i = 0;
         while (p < end) {
-            p = posting_get(p, &row_plus1, &counts[i * n_words]);
+            p = posting_get(p, &row_plus1, &counts[i * nw]);
             s->rows[i] = row_plus1 - 1;
             s->alive[i] = i;
             i++;
@@ -480,9 +507,69 @@ static void candidates(const struct bm25_index *ix, const struct word *word, siz
     }
     for (uint32_t i = 0; i < word->n; i++) {
         s->rows[i] = s->lists[word->list + 2 * (size_t)i];
-        counts[i * n_words] = s->lists[word->list + 2 * (size_t)i + 1];
+        counts[i * nw] = s->lists[word->list + 2 * (size_t)i + 1];
         s->alive[i] = i;
     }
+}
+
+/* Walks the `n_alive` candidates with `c`: sets the count in column `w`
+ * of those it holds and keeps only them (returns how many), or, when
+ * `add`, adds its count to theirs and keeps every candidate. */
+static size_t intersect(struct bm25_scratch *s, struct cursor *c, size_t w, size_t nw,
+                        size_t n_alive, int add)
+{
+    size_t kept = 0;
+
+    for (size_t i = 0; i < n_alive; i++) {
+        uint32_t cand = s->alive[i], row = s->rows[cand];
+        if (!cursor_seek(c, row))
+            break;
+        if (c->row_plus1 - 1 != row)
+            continue;
+        if (add) {
+            s->counts[cand * nw + w] += c->tf;
+        } else {
+            s->counts[cand * nw + w] = c->tf;
+            s->alive[kept++] = cand;
+        }
+    }
+    return add ? n_alive : kept;
+}
+
+#define RANGE_TERMS_MAX 8   /* a range of more terms is decoded into a list */
+
+/* Keeps the candidates that word `w` holds, with their counts; how many.
+ * KEEL_ENOMEM as word_list (then *n_alive is unchanged). */
+static int keep_holding(const struct bm25_index *ix, struct word *word, size_t w, size_t nw,
+                        struct bm25_scratch *s, size_t *used, size_t *n_alive)
+{
+    struct cursor c;
+    size_t kept = 0;
+    int rc;
+
+    if (word->kind == WORD_RANGE && word->end - word->first > RANGE_TERMS_MAX &&
+        (rc = word_list(ix, word, s, used)))
+        return rc;
+    if (word->kind == WORD_TERM) {
+        cursor_term(&c, ix, word->first);
+    } else if (word->kind == WORD_LIST) {
+        cursor_list(&c, s->lists + word->list, word->n);
+    } else {
+        /* each term in turn adds its counts; the rows with none go */
+        for (size_t i = 0; i < *n_alive; i++)
+            s->counts[s->alive[i] * nw + w] = 0;
+        for (size_t t = word->first; t < word->end; t++) {
+            cursor_term(&c, ix, t);
+            intersect(s, &c, w, nw, *n_alive, 1);
+        }
+        for (size_t i = 0; i < *n_alive; i++)
+            if (s->counts[s->alive[i] * nw + w])
+                s->alive[kept++] = s->alive[i];
+        *n_alive = kept;
+        return KEEL_OK;
+    }
+    *n_alive = intersect(s, &c, w, nw, *n_alive, 0);
+    return KEEL_OK;
 }
 
 /* BM25_ALL: rows holding every word. KEEL_ENOMEM. */
@@ -495,12 +582,11 @@ static int search_all(const struct bm25_index *ix, const struct bm25_query *q,
 
     if (!nw || nw > BM25_WORDS_MAX)
         return KEEL_OK;   /* (bm25_search's checks; said again for the compiler) */
-
     for (size_t w = 0; w < nw; w++) {
         word_terms(ix, q, w, &words[w]);
         if (words[w].first == words[w].end)
             return KEEL_OK;   /* no row holds every word */
-        if (words[w].end - words[w].first > 1 && (rc = word_list(ix, &words[w], s, &used)))
+        if (words[w].kind == WORD_LIST && (rc = word_list(ix, &words[w], s, &used)))
             return rc;
         words[w].idf = idf_of(ix, words[w].n);
     }
@@ -512,24 +598,13 @@ static int search_all(const struct bm25_index *ix, const struct bm25_query *q,
         order[i] = w;
     }
     n_alive = words[order[0]].n;
-    if ((rc = fit_u32(&s->counts, &s->counts_cap, n_alive * nw)))
+    if ((rc = fit_u32(&s->counts, &s->counts_cap, n_alive * nw)) ||
+        (words[order[0]].kind == WORD_RANGE && (rc = word_list(ix, &words[order[0]], s, &used))))
         return rc;
     candidates(ix, &words[order[0]], order[0], nw, s);
-    for (size_t k = 1; k < nw && n_alive; k++) {
-        size_t w = order[k], kept = 0;
-        struct cursor c;
-        cursor_init(&c, ix, &words[w], s);
-        for (size_t i = 0; i < n_alive; i++) {
-            uint32_t cand = s->alive[i], row = s->rows[cand];
-            if (!cursor_seek(&c, row))
-                break;
-            if (c.row_plus1 - 1 == row) {
-                s->counts[cand * nw + w] = c.tf;
-                s->alive[kept++] = cand;
-            }
-        }
-        n_alive = kept;
-    }
+    for (size_t k = 1; k < nw && n_alive; k++)
+        if ((rc = keep_holding(ix, &words[order[k]], order[k], nw, s, &used, &n_alive)))
+            return rc;
     for (size_t i = 0; i < n_alive; i++) {
         uint32_t cand = s->alive[i], row = s->rows[cand];
         const uint32_t *counts = s->counts + cand * nw;
