@@ -330,7 +330,7 @@ static void cursor_list(struct cursor *c, const uint32_t *pairs, uint32_t n)
 
 /* Moves `c` to its first row >= `row` (c->row_plus1, c->tf): 1, or 0 when
  * it has none. */
-static int cursor_seek(struct cursor *c, uint32_t row)
+static inline int cursor_seek(struct cursor *c, uint32_t row)
 {
     uint32_t target = row + 1;
 
@@ -515,22 +515,25 @@ static void candidates(const struct bm25_index *ix, const struct word *word, siz
 /* Walks the `n_alive` candidates with `c`: sets the count in column `w`
  * of those it holds and keeps only them (returns how many), or, when
  * `add`, adds its count to theirs and keeps every candidate. */
-static size_t intersect(struct bm25_scratch *s, struct cursor *c, size_t w, size_t nw,
+static size_t intersect(struct bm25_scratch *s, const struct cursor *c, size_t w, size_t nw,
                         size_t n_alive, int add)
 {
+    struct cursor at = *c;   /* local copies the compiler keeps in registers */
+    uint32_t *alive = s->alive, *counts = s->counts + w;
+    const uint32_t *rows = s->rows;
     size_t kept = 0;
 
     for (size_t i = 0; i < n_alive; i++) {
-        uint32_t cand = s->alive[i], row = s->rows[cand];
-        if (!cursor_seek(c, row))
+        uint32_t cand = alive[i], row = rows[cand];
+        if (!cursor_seek(&at, row))
             break;
-        if (c->row_plus1 - 1 != row)
+        if (at.row_plus1 - 1 != row)
             continue;
         if (add) {
-            s->counts[cand * nw + w] += c->tf;
+            counts[cand * nw] += at.tf;
         } else {
-            s->counts[cand * nw + w] = c->tf;
-            s->alive[kept++] = cand;
+            counts[cand * nw] = at.tf;
+            alive[kept++] = cand;
         }
     }
     return add ? n_alive : kept;
