@@ -13,7 +13,8 @@
  * terms) in a first pass over the stream, and writes them, term
  * after term, into one pool in a second, with a skip entry at the start
  * of every block of BM25_SKIP_EVERY postings after the first; then the
- * stream goes.
+ * stream goes. Last, the dense terms' bitmaps and count bytes are read
+ * off their postings.
  */
 #include "text/bm25.h"
 #include "text/bm25_int.h"
@@ -376,6 +377,58 @@ static int postings_place(struct bm25_index *ix, uint32_t *at)
     return KEEL_OK;
 }
 
+/* The bitmaps, rank directories and count bytes of the dense terms (all
+ * after the postings are written); sets terms[].dense. KEEL_ENOMEM. */
+static int dense_build(struct bm25_index *ix)
+{
+    size_t words = (ix->n_rows + 63) / 64, n = 0, tfs = 0;
+
+    for (size_t t = 0; t < ix->n_terms; t++) {
+        struct bm25_term *term = &ix->terms[t];
+        term->dense = BM25_SPARSE;
+        if (term->df && (size_t)term->df * BM25_DENSE_SHARE >= ix->n_rows) {
+            term->dense = (uint32_t)n++;
+            tfs += term->df;
+        }
+    }
+    ix->n_dense = n;
+    ix->words_per_term = words;
+    ix->dense_tfs_len = tfs;
+    if (!n)
+        return KEEL_OK;
+    if (words > SIZE_MAX / n / sizeof(*ix->dense_bits) ||
+        !(ix->dense_bits = keel_calloc(n * words, sizeof(*ix->dense_bits))) ||
+        !(ix->dense_ranks = keel_malloc(n * words * sizeof(*ix->dense_ranks))) ||
+        !(ix->dense_tf_off = keel_malloc(n * sizeof(*ix->dense_tf_off))) ||
+        !(ix->dense_tfs = keel_malloc(tfs)))
+        return KEEL_ENOMEM;
+    tfs = 0;
+    for (size_t t = 0; t < ix->n_terms; t++) {
+        const struct bm25_term *term = &ix->terms[t];
+        const unsigned char *p = ix->postings + term->post, *end = p + term->post_len;
+        uint64_t *bits;
+        uint32_t *ranks, row_plus1 = 0, rank = 0;
+        if (term->dense == BM25_SPARSE)
+            continue;
+        bits = ix->dense_bits + (size_t)term->dense * words;
+        ranks = ix->dense_ranks + (size_t)term->dense * words;
+        ix->dense_tf_off[term->dense] = (uint32_t)tfs;
+        while (p < end) {
+            uint32_t gap, tf;
+            p = bm25_varint_get(p, &gap);
+            p = bm25_varint_get(p, &tf);
+            row_plus1 += gap;
+            bits[(row_plus1 - 1) / 64] |= (uint64_t)1 << ((row_plus1 - 1) % 64);
+            ix->dense_tfs[tfs++] = (unsigned char)(tf < BM25_TF_BIG ? tf : BM25_TF_BIG);
+        }
+        for (size_t i = 0; i < words; i++) {
+            ranks[i] = rank;
+            rank += (uint32_t)__builtin_popcountll(bits[i]);
+        }
+    }
+    return KEEL_OK;
+}
+
 int bm25_builder_finish(struct bm25_builder *b, struct bm25_index **out)
 {
     struct bm25_index *ix = NULL;
@@ -431,6 +484,8 @@ int bm25_builder_finish(struct bm25_builder *b, struct bm25_index **out)
         for (size_t r = 0; r < ix->n_rows; r++)
             ix->norm[r] = BM25_K1 * (1 - BM25_B + BM25_B * (double)ix->lengths[r] / avgdl);
     }
+    if ((rc = dense_build(ix)))
+        goto out;
     *out = ix;
     ix = NULL;
     rc = KEEL_OK;
@@ -453,6 +508,10 @@ void bm25_index_free(struct bm25_index *ix)
     keel_free(ix->terms);
     keel_free(ix->postings);
     keel_free(ix->skips);
+    keel_free(ix->dense_bits);
+    keel_free(ix->dense_ranks);
+    keel_free(ix->dense_tf_off);
+    keel_free(ix->dense_tfs);
     keel_free(ix->lengths);
     keel_free(ix->norm);
     keel_free(ix);
@@ -473,6 +532,9 @@ size_t bm25_index_bytes(const struct bm25_index *ix)
         strings += ix->terms[t].len;
     return sizeof(*ix) + strings + ix->n_terms * sizeof(*ix->terms) + ix->postings_len +
            ix->n_skips * sizeof(*ix->skips) +
+           ix->n_dense * (ix->words_per_term * (sizeof(*ix->dense_bits) + sizeof(*ix->dense_ranks)) +
+                          sizeof(*ix->dense_tf_off)) +
+           ix->dense_tfs_len +
            ix->n_rows * (sizeof(*ix->lengths) + sizeof(*ix->norm));
 }
 

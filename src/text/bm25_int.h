@@ -11,6 +11,13 @@
  * preceded it, so a reader looking for a later row jumps over blocks it
  * does not need instead of decoding them (a term with df postings has
  * (df - 1) / BM25_SKIP_EVERY entries, the first at skips[term.skip]).
+ *
+ * A dense term (one row in BM25_DENSE_SHARE or more holds it) also has a
+ * bitmap of its rows, the rows before each 64-bit word of it (its rank
+ * directory), and its counts as bytes in row order: whether a row holds
+ * it, and with which count, is a bit test and a popcount instead of a
+ * walk through its postings. A count of BM25_TF_BIG or more is stored as
+ * BM25_TF_BIG and read from the postings (from the skip entry before it).
  */
 #ifndef KEEL_TEXT_BM25_INT_H
 #define KEEL_TEXT_BM25_INT_H
@@ -30,7 +37,12 @@ struct bm25_term {
     uint32_t df;             /* postings: rows holding the term */
     uint32_t rows;           /* rows holding a term that begins with this one */
     uint32_t skip;           /* its first entry in `skips` */
+    uint32_t dense;          /* its place among the dense terms; BM25_SPARSE: none */
 };
+
+#define BM25_SPARSE UINT32_MAX
+#define BM25_DENSE_SHARE 16  /* dense: at least one row in 16 holds the term */
+#define BM25_TF_BIG 255      /* a dense count byte of 255: read the postings */
 
 /* Block k (k >= 1) of a term's postings: it starts at byte `off` of the
  * pool, and the posting before it is row `row_plus1` - 1. */
@@ -46,6 +58,11 @@ struct bm25_index {
     size_t postings_len;
     struct bm25_skip *skips;
     size_t n_skips;
+    uint64_t *dense_bits;      /* per dense term: words_per_term bits, one per row */
+    uint32_t *dense_ranks;     /* per dense term and bit word: its rows before that word */
+    uint32_t *dense_tf_off;    /* per dense term: its counts at dense_tfs[off] */
+    unsigned char *dense_tfs;  /* counts of the dense terms' postings, in row order */
+    size_t n_dense, words_per_term, dense_tfs_len;
     uint32_t *lengths;
     double *norm;              /* per row: k1 * (1 - b + b * length / avgdl) */
     size_t n_rows;

@@ -539,6 +539,51 @@ static size_t intersect(struct bm25_scratch *s, const struct cursor *c, size_t w
     return add ? n_alive : kept;
 }
 
+/* The count of posting `k` of `term`, read from its postings: the skip
+ * entry before it, then the postings up to it. */
+static uint32_t posting_tf(const struct bm25_index *ix, const struct bm25_term *term, uint32_t k)
+{
+    const unsigned char *p = ix->postings + term->post;
+    uint32_t block = k / BM25_SKIP_EVERY, row_plus1 = 0, tf = 0;
+
+    if (block)
+        p = ix->postings + ix->skips[term->skip + block - 1].off;
+    for (uint32_t i = block * BM25_SKIP_EVERY; i <= k; i++)
+        p = posting_get(p, &row_plus1, &tf);
+    return tf;
+}
+
+/* As intersect, for a dense term: a bit test per candidate, and its
+ * count by rank for the candidates it holds. */
+static size_t intersect_dense(const struct bm25_index *ix, struct bm25_scratch *s,
+                              const struct bm25_term *term, size_t w, size_t nw, size_t n_alive,
+                              int add)
+{
+    const uint64_t *bits = ix->dense_bits + (size_t)term->dense * ix->words_per_term;
+    const uint32_t *ranks = ix->dense_ranks + (size_t)term->dense * ix->words_per_term;
+    const unsigned char *tfs = ix->dense_tfs + ix->dense_tf_off[term->dense];
+    uint32_t *alive = s->alive, *counts = s->counts + w;
+    const uint32_t *rows = s->rows;
+    size_t kept = 0;
+
+    for (size_t i = 0; i < n_alive; i++) {
+        uint32_t cand = alive[i], row = rows[cand], k, tf;
+        uint64_t word = bits[row / 64], below = ((uint64_t)1 << (row % 64)) - 1;
+        if (!((word >> (row % 64)) & 1))
+            continue;
+        k = ranks[row / 64] + (uint32_t)__builtin_popcountll(word & below);
+        if ((tf = tfs[k]) == BM25_TF_BIG)
+            tf = posting_tf(ix, term, k);
+        if (add) {
+            counts[cand * nw] += tf;
+        } else {
+            counts[cand * nw] = tf;
+            alive[kept++] = cand;
+        }
+    }
+    return add ? n_alive : kept;
+}
+
 #define RANGE_TERMS_MAX 8   /* a range of more terms is decoded into a list */
 
 /* Keeps the candidates that word `w` holds, with their counts; how many.
@@ -553,6 +598,10 @@ static int keep_holding(const struct bm25_index *ix, struct word *word, size_t w
     if (word->kind == WORD_RANGE && word->end - word->first > RANGE_TERMS_MAX &&
         (rc = word_list(ix, word, s, used)))
         return rc;
+    if (word->kind == WORD_TERM && ix->terms[word->first].dense != BM25_SPARSE) {
+        *n_alive = intersect_dense(ix, s, &ix->terms[word->first], w, nw, *n_alive, 0);
+        return KEEL_OK;
+    }
     if (word->kind == WORD_TERM) {
         cursor_term(&c, ix, word->first);
     } else if (word->kind == WORD_LIST) {
@@ -562,6 +611,10 @@ static int keep_holding(const struct bm25_index *ix, struct word *word, size_t w
         for (size_t i = 0; i < *n_alive; i++)
             s->counts[s->alive[i] * nw + w] = 0;
         for (size_t t = word->first; t < word->end; t++) {
+            if (ix->terms[t].dense != BM25_SPARSE) {
+                intersect_dense(ix, s, &ix->terms[t], w, nw, *n_alive, 1);
+                continue;
+            }
             cursor_term(&c, ix, t);
             intersect(s, &c, w, nw, *n_alive, 1);
         }
