@@ -13,8 +13,8 @@
  * terms) in a first pass over the stream, and writes them, term
  * after term, into one pool in a second, with a skip entry at the start
  * of every block of BM25_SKIP_EVERY postings after the first; then the
- * stream goes. Last, the dense terms' bitmaps and count bytes are read
- * off their postings.
+ * stream goes. The second pass also sets the dense terms' bits and count
+ * bytes.
  */
 #include "text/bm25.h"
 #include "text/bm25_int.h"
@@ -27,6 +27,8 @@
 #include "core/error.h"
 
 #define POOL_MAX 0xffffffffu
+#define NO_PARENT UINT32_MAX         /* term_parents(): begins with no other term */
+#define LONE (UINT32_MAX - 1)        /* … and no other term begins with it */
 
 /* ---- varints --------------------------------------------------------------- */
 
@@ -279,10 +281,10 @@ static int by_bytes(const void *x, const void *y)
 
 /* The postings of every term from the stream: pass 0 measures (into
  * terms[].post_len, .df and .rows), pass 1 writes at `at` (per sorted
- * term, from terms[].post on) and fills the skip entries. `rank` maps a
- * build id to its sorted place; `prev` is per build id; `seen` per sorted
- * term; `parent` is the longest shorter term each term begins with (or
- * UINT32_MAX). `prev` and `seen` are zeroed by the caller. */
+ * term, from terms[].post on), fills the skip entries and the dense
+ * terms' bits and count bytes. `rank` maps a build id to its sorted
+ * place; `prev` is per build id, `seen` per sorted term, both zeroed by
+ * the caller; `parent` is term_parents'. */
 static void postings_pass(const struct bm25_builder *b, struct bm25_index *ix,
                           const uint32_t *rank, const uint32_t *parent, uint32_t *prev,
                           uint32_t *at, uint32_t *seen, int pass)
@@ -306,9 +308,13 @@ static void postings_pass(const struct bm25_builder *b, struct bm25_index *ix,
                 /* The row counts once for the term and each term it
                  * begins with (seen: the last row counted, plus one); an
                  * ancestor counted already had its own counted too. */
-                for (uint32_t a = t; a != UINT32_MAX && seen[a] != row + 1; a = parent[a]) {
-                    seen[a] = row + 1;
-                    ix->terms[a].rows++;
+                if (parent[t] == LONE) {
+                    term->rows++;
+                } else {
+                    for (uint32_t a = t; a != NO_PARENT && seen[a] != row + 1; a = parent[a]) {
+                        seen[a] = row + 1;
+                        ix->terms[a].rows++;
+                    }
                 }
             } else {
                 unsigned char *w = ix->postings + at[t];
@@ -317,6 +323,12 @@ static void postings_pass(const struct bm25_builder *b, struct bm25_index *ix,
                         &ix->skips[term->skip + seen[t] / BM25_SKIP_EVERY - 1];
                     skip->row_plus1 = prev[id];
                     skip->off = at[t];
+                }
+                if (term->dense != BM25_SPARSE) {
+                    uint64_t *bits = ix->dense_bits + (size_t)term->dense * ix->words_per_term;
+                    bits[row / 64] |= (uint64_t)1 << (row % 64);
+                    ix->dense_tfs[ix->dense_tf_off[term->dense] + seen[t]] =
+                        (unsigned char)(tf < BM25_TF_BIG ? tf : BM25_TF_BIG);
                 }
                 seen[t]++;   /* postings written */
                 w = varint_put(w, gap);
@@ -336,20 +348,29 @@ static int term_begins(const struct bm25_index *ix, const char *strings, uint32_
     return ta->len >= tb->len && !memcmp(strings + ta->off, strings + tb->off, tb->len);
 }
 
-/* Each sorted term's parent: the longest shorter term it begins with, or
- * UINT32_MAX. The terms that begin with one follow it in sorted order, so
- * a stack of the current term's prefixes finds them; `stack` has room for
- * every term. */
+/* Each sorted term's parent: the longest shorter term it begins with;
+ * NO_PARENT for a term that begins with no other, LONE for one that
+ * neither begins with another nor is begun by one (its rows are its df).
+ * The terms that begin with one follow it in sorted order, so a stack of
+ * the current term's prefixes finds them; `stack` has room for every
+ * term, `child` is zeroed and left so. */
 static void term_parents(const struct bm25_index *ix, const char *strings, uint32_t *parent,
-                         uint32_t *stack)
+                         uint32_t *stack, uint32_t *child)
 {
     size_t depth = 0;
 
     for (uint32_t t = 0; t < ix->n_terms; t++) {
         while (depth && !term_begins(ix, strings, t, stack[depth - 1]))
             depth--;
-        parent[t] = depth ? stack[depth - 1] : UINT32_MAX;
+        parent[t] = depth ? stack[depth - 1] : NO_PARENT;
+        if (depth)
+            child[stack[depth - 1]] = 1;
         stack[depth++] = t;
+    }
+    for (uint32_t t = 0; t < ix->n_terms; t++) {
+        if (parent[t] == NO_PARENT && !child[t])
+            parent[t] = LONE;
+        child[t] = 0;
     }
 }
 
@@ -377,16 +398,17 @@ static int postings_place(struct bm25_index *ix, uint32_t *at)
     return KEEL_OK;
 }
 
-/* The bitmaps, rank directories and count bytes of the dense terms (all
- * after the postings are written); sets terms[].dense. KEEL_ENOMEM. */
-static int dense_build(struct bm25_index *ix)
+/* Picks the dense terms (sets terms[].dense) and allocates their
+ * bitmaps (clear), rank directories and count bytes, which pass 1 and
+ * dense_ranks() fill. KEEL_ENOMEM. */
+static int dense_place(struct bm25_index *ix, size_t n_rows)
 {
-    size_t words = (ix->n_rows + 63) / 64, n = 0, tfs = 0;
+    size_t words = (n_rows + 63) / 64, n = 0, tfs = 0;
 
     for (size_t t = 0; t < ix->n_terms; t++) {
         struct bm25_term *term = &ix->terms[t];
         term->dense = BM25_SPARSE;
-        if (term->df && (size_t)term->df * BM25_DENSE_SHARE >= ix->n_rows) {
+        if ((size_t)term->df * BM25_DENSE_SHARE >= n_rows) {   /* df > 0: the term is in a row */
             term->dense = (uint32_t)n++;
             tfs += term->df;
         }
@@ -404,29 +426,25 @@ static int dense_build(struct bm25_index *ix)
         return KEEL_ENOMEM;
     tfs = 0;
     for (size_t t = 0; t < ix->n_terms; t++) {
-        const struct bm25_term *term = &ix->terms[t];
-        const unsigned char *p = ix->postings + term->post, *end = p + term->post_len;
-        uint64_t *bits;
-        uint32_t *ranks, row_plus1 = 0, rank = 0;
-        if (term->dense == BM25_SPARSE)
-            continue;
-        bits = ix->dense_bits + (size_t)term->dense * words;
-        ranks = ix->dense_ranks + (size_t)term->dense * words;
-        ix->dense_tf_off[term->dense] = (uint32_t)tfs;
-        while (p < end) {
-            uint32_t gap, tf;
-            p = bm25_varint_get(p, &gap);
-            p = bm25_varint_get(p, &tf);
-            row_plus1 += gap;
-            bits[(row_plus1 - 1) / 64] |= (uint64_t)1 << ((row_plus1 - 1) % 64);
-            ix->dense_tfs[tfs++] = (unsigned char)(tf < BM25_TF_BIG ? tf : BM25_TF_BIG);
+        if (ix->terms[t].dense != BM25_SPARSE) {
+            ix->dense_tf_off[ix->terms[t].dense] = (uint32_t)tfs;
+            tfs += ix->terms[t].df;
         }
-        for (size_t i = 0; i < words; i++) {
+    }
+    return KEEL_OK;
+}
+
+/* The rank directories of the dense terms, from their bitmaps. */
+static void dense_ranks(struct bm25_index *ix)
+{
+    for (size_t d = 0; d < ix->n_dense; d++) {
+        const uint64_t *bits = ix->dense_bits + d * ix->words_per_term;
+        uint32_t *ranks = ix->dense_ranks + d * ix->words_per_term, rank = 0;
+        for (size_t i = 0; i < ix->words_per_term; i++) {
             ranks[i] = rank;
             rank += (uint32_t)__builtin_popcountll(bits[i]);
         }
     }
-    return KEEL_OK;
 }
 
 int bm25_builder_finish(struct bm25_builder *b, struct bm25_index **out)
@@ -460,14 +478,15 @@ int bm25_builder_finish(struct bm25_builder *b, struct bm25_index **out)
         ix->terms[t].post = 0;
     }
     ix->n_terms = b->n_terms;
-    term_parents(ix, (const char *)b->strings.data, parent, at);
+    term_parents(ix, (const char *)b->strings.data, parent, at, seen);
     postings_pass(b, ix, rank, parent, prev, at, seen, 0);
-    if ((rc = postings_place(ix, at)))
+    if ((rc = postings_place(ix, at)) || (rc = dense_place(ix, b->n_rows)))
         goto out;
     rc = KEEL_ENOMEM;
     memset(prev, 0, n_terms * sizeof(*prev));
     memset(seen, 0, n_terms * sizeof(*seen));
     postings_pass(b, ix, rank, parent, prev, at, seen, 1);
+    dense_ranks(ix);
     /* Hand over the strings and lengths; the rest of the builder goes. */
     ix->strings = (char *)b->strings.data;
     b->strings.data = NULL;
@@ -484,8 +503,6 @@ int bm25_builder_finish(struct bm25_builder *b, struct bm25_index **out)
         for (size_t r = 0; r < ix->n_rows; r++)
             ix->norm[r] = BM25_K1 * (1 - BM25_B + BM25_B * (double)ix->lengths[r] / avgdl);
     }
-    if ((rc = dense_build(ix)))
-        goto out;
     *out = ix;
     ix = NULL;
     rc = KEEL_OK;

@@ -5,13 +5,16 @@
  * query order, keep(), then sorted and cut to the limit.
  *
  * The generated corpora are built to reach every path: words of one term
- * and prefixes of several (so n comes from the stored df or from the
- * decoded union), lists long enough for hundreds of skip blocks, rare
- * words sitting on the rows at block edges of the long lists, row gaps
- * and counts of one, two and three varint bytes, words absent, repeated
- * words, limits from 1 to 1000 with filters that drop most rows, and one
- * scratch reused across indexes of different sizes. Hits must agree row
- * for row and score for score, bit for bit.
+ * and prefixes of several (so n comes from the stored df, from the
+ * stored rows of a term and the longer ones it begins, or from the
+ * decoded union), ranges read term by term or as a list, dense terms
+ * (bitmaps; counts of 254 to 257, around the byte escape) and sparse
+ * ones, lists long enough for hundreds of skip blocks, rare words sitting
+ * on the rows at block edges of the long lists, row gaps and counts of
+ * one, two and three varint bytes, words absent, repeated words, limits
+ * from 1 to 1000 with filters that drop most rows, and one scratch
+ * reused across indexes of different sizes. Hits must agree row for row
+ * and score for score, bit for bit.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -31,18 +34,19 @@
 static const char *const vocab[] = {
     "every", "half",  "third", "b64",  "b65", "b127",  "b128", "gap200", "edge",
     "r0",    "r1",    "r2",    "r3",   "r4",  "r5",    "r6",   "r7",     "r8",
-    "r9",    "pa",    "pab",   "pabc", "pabd", "pac",  "heavy",
+    "r9",    "pa",    "pab",   "pabc", "pabd", "pac",  "heavy", "q",    "qa",
+    "qb",    "qc",    "qd",    "qe",   "qf",  "qg",    "qh",   "qi",
 };
 #define N_VOCAB (sizeof(vocab) / sizeof(vocab[0]))
 enum { EVERY, HALF, THIRD, B64, B65, B127, B128, GAP200, EDGE, R0, PA = R0 + 10, PAB, PABC, PABD,
-       PAC, HEAVY };
+       PAC, HEAVY, Q, QI = Q + 9 };
 
 /* Query words: the vocabulary, prefixes of one and of several terms,
  * and words no row holds. */
 static const char *const pool[] = {
     "every", "half", "third", "b64", "b65", "b127", "b128", "gap200", "edge", "r0", "r1", "r2",
     "r3", "r4", "r5", "r6", "r7", "r8", "r9", "pa", "pab", "pabc", "pabd", "pac", "heavy",
-    "b", "b6", "b12", "r", "p", "e", "h", "ga", "pabcd", "zz", "every1", "a", "edg",
+    "b", "b6", "b12", "r", "p", "e", "h", "ga", "pabcd", "zz", "every1", "a", "edg", "q", "qa",
 };
 #define N_POOL (sizeof(pool) / sizeof(pool[0]))
 
@@ -99,6 +103,8 @@ static void corpus_make(struct corpus *c, size_t rows, unsigned seed)
             n[R0 + k] = rng() % 1000 < rate[k] ? 1 + rng() % 2 : 0;
         for (int k = PA; k <= PAC; k++)
             n[k] = rng() % 5 == 0;
+        for (int k = Q; k <= QI; k++)   /* "q" begins 10 terms: read as a list */
+            n[k] = rng() % 20 == 0;
         if (r % 97 == 5)
             n[HEAVY] = (uint32_t[]){1, 127, 128, 300, 16384, 20000}[(r / 97) % 6];
     }
@@ -242,6 +248,8 @@ static void compare_corpus(const struct corpus *c, struct bm25_scratch *s, int r
         {"heavy", "every"},         {"r4", "r9", "every"},       {"edge", "zz"},
         {"zz", "edge"},             {"every", "every"},          {"e", "h"},
         {"r", "edge", "pab"},       {"third", "half", "b65", "b127"},
+        {"pa", "every"},            {"pab", "half", "pa"},       {"q", "half"},
+        {"q", "edge"},              {"every", "q"},              {"qa", "q", "pa"},
     };
     static const size_t limits[] = {1, 2, 5, 10, 37, 100, 1000};
     struct bm25_query q;
