@@ -345,6 +345,39 @@ START_TEST(test_bm25_search_allocation_failures)
 }
 END_TEST
 
+/* Equal scores reach the heap out of row order (OR: a later word's rows
+ * may come before the earlier word's): the lower rows still win. */
+START_TEST(test_bm25_search_ties_across_words)
+{
+    struct bm25_builder *b;
+    struct bm25_index *ix;
+    struct bm25_scratch *s;
+    struct bm25_hit hits[3];
+    struct bm25_query q;
+    const char *words[] = {"x", "y"};
+    size_t n;
+
+    ck_assert_int_eq(bm25_builder_new(&b), KEEL_OK);
+    for (int r = 0; r < 20; r++) {
+        const char *token = r < 5 ? "y" : r < 10 ? "x" : "z";
+        ck_assert_int_eq(bm25_builder_token(b, token, 1), KEEL_OK);
+        ck_assert_int_eq(bm25_builder_token(b, "pad", 3), KEEL_OK);
+        ck_assert_int_eq(bm25_builder_end_row(b), KEEL_OK);
+    }
+    ck_assert_int_eq(bm25_builder_finish(b, &ix), KEEL_OK);
+    ck_assert_int_eq(bm25_scratch_new(20, &s), KEEL_OK);
+    query_words(&q, words, 2, BM25_ANY);
+    ck_assert_int_eq(bm25_search(ix, &q, NULL, NULL, 3, s, hits, &n), KEEL_OK);
+    ck_assert_uint_eq(n, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        ck_assert_uint_eq(hits[i].row, i);
+        ck_assert(hits[i].score == hits[0].score);
+    }
+    bm25_scratch_free(s);
+    bm25_index_free(ix);
+}
+END_TEST
+
 Suite *suite_bm25_search(void)
 {
     Suite *s = suite_create("bm25_search");
@@ -355,6 +388,7 @@ Suite *suite_bm25_search(void)
     tcase_add_test(tc, test_bm25_search_small);
     tcase_add_test(tc, test_bm25_search_long_lists);
     tcase_add_test(tc, test_bm25_search_allocation_failures);
+    tcase_add_test(tc, test_bm25_search_ties_across_words);
     suite_add_tcase(s, tc);
     return s;
 }
