@@ -318,19 +318,18 @@ static void postings_pass(const struct bm25_builder *b, struct bm25_index *ix,
                 }
             } else {
                 unsigned char *w = ix->postings + at[t];
-                if (seen[t] && seen[t] % BM25_SKIP_EVERY == 0) {
-                    struct bm25_skip *skip =
-                        &ix->skips[term->skip + seen[t] / BM25_SKIP_EVERY - 1];
+                uint32_t nth = seen[t]++;   /* postings written before this one */
+                if (nth && nth % BM25_SKIP_EVERY == 0) {
+                    struct bm25_skip *skip = &ix->skips[term->skip + nth / BM25_SKIP_EVERY - 1];
                     skip->row_plus1 = prev[id];
                     skip->off = at[t];
                 }
                 if (term->dense != BM25_SPARSE) {
                     uint64_t *bits = ix->dense_bits + (size_t)term->dense * ix->words_per_term;
                     bits[row / 64] |= (uint64_t)1 << (row % 64);
-                    ix->dense_tfs[ix->dense_tf_off[term->dense] + seen[t]] =
+                    ix->dense_tfs[ix->dense_tf_off[term->dense] + nth] =
                         (unsigned char)(tf < BM25_TF_BIG ? tf : BM25_TF_BIG);
                 }
-                seen[t]++;   /* postings written */
                 w = varint_put(w, gap);
                 w = varint_put(w, tf);
                 at[t] = (uint32_t)(w - ix->postings);
@@ -442,7 +441,7 @@ static void dense_ranks(struct bm25_index *ix)
         uint32_t *ranks = ix->dense_ranks + d * ix->words_per_term, rank = 0;
         for (size_t i = 0; i < ix->words_per_term; i++) {
             ranks[i] = rank;
-            rank += (uint32_t)__builtin_popcountll(bits[i]);
+            rank += bm25_popcount(bits[i]);
         }
     }
 }

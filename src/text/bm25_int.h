@@ -75,6 +75,16 @@ static inline uint32_t bm25_skips_of(uint32_t df)
     return df ? (df - 1) / BM25_SKIP_EVERY : 0;
 }
 
+/* Set bits of `x` (SWAR: the build has no popcount instruction to rely
+ * on, and libgcc's is a call). */
+static inline uint32_t bm25_popcount(uint64_t x)
+{
+    x -= (x >> 1) & 0x5555555555555555u;
+    x = (x & 0x3333333333333333u) + ((x >> 2) & 0x3333333333333333u);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fu;
+    return (uint32_t)((x * 0x0101010101010101u) >> 56);
+}
+
 /* Reads one varint (at most 5 bytes, written by bm25.c) into *v. */
 static inline const unsigned char *bm25_varint_get(const unsigned char *p, uint32_t *v)
 {

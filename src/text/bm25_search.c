@@ -571,7 +571,7 @@ static size_t intersect_dense(const struct bm25_index *ix, struct bm25_scratch *
         uint64_t word = bits[row / 64], below = ((uint64_t)1 << (row % 64)) - 1;
         if (!((word >> (row % 64)) & 1))
             continue;
-        k = ranks[row / 64] + (uint32_t)__builtin_popcountll(word & below);
+        k = ranks[row / 64] + bm25_popcount(word & below);
         if ((tf = tfs[k]) == BM25_TF_BIG)
             tf = posting_tf(ix, term, k);
         if (add) {
