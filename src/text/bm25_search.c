@@ -2,21 +2,27 @@
  * bm25_search.c — searching the frozen index of bm25.h (built by bm25.c,
  * laid out in bm25_int.h).
  *
- * A word's n (the rows holding it, for its IDF) comes without decoding
- * when the word is one term: the term's df. A BM25_ALL word that begins
- * several terms is decoded once, term after term, into one list of
- * (row, summed count) in row order: a bitmap over the rows marks the rows
- * seen (and counts them: n), the counts add up per row, and a scan of
- * the bitmap reads the rows out sorted and leaves it clear.
+ * A word's n (the rows holding it, for its IDF) is mostly stored: a
+ * term's df (BM25_ANY, or a BM25_ALL word beginning one term), or the
+ * rows of the first term of a BM25_ALL word's range when every term of
+ * the range begins with that one (the word is a term, or begins one term
+ * and the longer ones that begin with it). Only a BM25_ALL word whose
+ * range is several such families, or a word of several terms that gives
+ * the candidates, is decoded, term after term, into one list of (row,
+ * summed count) in row order: a bitmap over the rows marks the rows seen
+ * (and counts them: n), the counts add up per row, and a scan of the
+ * bitmap reads the rows out sorted and leaves it clear.
  *
  * BM25_ANY (each word an exact term): every posting of every word is
  * scored; rows are marked with epoch stamps instead of clearing arrays.
  *
  * BM25_ALL: the word with the fewest rows gives the candidates (its rows
  * in order); each other word, fewest rows first, keeps the candidates it
- * holds and records its count for them, walking its postings with the
- * skip entries (blocks wholly before the next candidate are jumped over)
- * or its decoded list. Only the rows left at the end are scored.
+ * holds and records its count for them: a dense term by a bit test and a
+ * rank per candidate, a sparse one by walking its postings with the skip
+ * entries (blocks wholly before the next candidate are jumped over), a
+ * word of a few terms by each term in turn adding its counts, a decoded
+ * list by walking it. Only the rows left at the end are scored.
  *
  * Scores: a row's score is 0.0 plus each word's term in query order —
  * the very sum FTS5's bm25() makes (a word a row lacks adds exactly 0.0),

@@ -9,8 +9,9 @@
  * stored rows of a term and the longer ones it begins, or from the
  * decoded union), ranges read term by term or as a list, dense terms
  * (bitmaps; counts of 254 to 257, around the byte escape) and sparse
- * ones, lists long enough for hundreds of skip blocks, rare words sitting
- * on the rows at block edges of the long lists, row gaps and counts of
+ * ones, long lists (hundreds of skip blocks for a dense term's escaped
+ * counts, dozens for a sparse term's walk), rare words sitting on the
+ * rows at block edges of the long lists, row gaps and counts of
  * one, two and three varint bytes, words absent, repeated words, limits
  * from 1 to 1000 with filters that drop most rows, and one scratch
  * reused across indexes of different sizes. Hits must agree row for row
@@ -35,11 +36,12 @@ static const char *const vocab[] = {
     "every", "half",  "third", "b64",  "b65", "b127",  "b128", "gap200", "edge",
     "r0",    "r1",    "r2",    "r3",   "r4",  "r5",    "r6",   "r7",     "r8",
     "r9",    "pa",    "pab",   "pabc", "pabd", "pac",  "heavy", "q",    "qa",
-    "qb",    "qc",    "qd",    "qe",   "qf",  "qg",    "qh",   "qi",
+    "qb",    "qc",    "qd",    "qe",   "qf",  "qg",    "qh",   "qi",     "edges",
+    "sparse20",
 };
 #define N_VOCAB (sizeof(vocab) / sizeof(vocab[0]))
 enum { EVERY, HALF, THIRD, B64, B65, B127, B128, GAP200, EDGE, R0, PA = R0 + 10, PAB, PABC, PABD,
-       PAC, HEAVY, Q, QI = Q + 9 };
+       PAC, HEAVY, Q, QI = Q + 9, EDGES, SPARSE20 };
 
 /* Query words: the vocabulary, prefixes of one and of several terms,
  * and words no row holds. */
@@ -47,6 +49,7 @@ static const char *const pool[] = {
     "every", "half", "third", "b64", "b65", "b127", "b128", "gap200", "edge", "r0", "r1", "r2",
     "r3", "r4", "r5", "r6", "r7", "r8", "r9", "pa", "pab", "pabc", "pabd", "pac", "heavy",
     "b", "b6", "b12", "r", "p", "e", "h", "ga", "pabcd", "zz", "every1", "a", "edg", "q", "qa",
+    "sparse20", "s",
 };
 #define N_POOL (sizeof(pool) / sizeof(pool[0]))
 
@@ -65,14 +68,14 @@ static unsigned rng(void)
     return (rng_state >> 8) & 0xffffff;
 }
 
-/* Rows at the block edges of "every" (posting i is row i) and of "half"
- * (posting i is row 2i): the rows "edge" holds. */
+/* Rows at the block edges of "every" (posting i is row i), of "half"
+ * (row 2i) and of "sparse20" (row 20i + 7): the rows "edge" holds. */
 static int at_edge(size_t r, size_t rows)
 {
-    size_t m = r % 64, h = (r / 2) % 64;
+    size_t m = r % 64, h = (r / 2) % 64, s20 = (r / 20) % 64;
 
     return (r >= 60 && (m <= 1 || m >= 62)) || (r % 2 == 0 && r >= 120 && (h <= 1 || h == 63)) ||
-           r < 2 || r + 2 >= rows;
+           (r % 20 == 7 && r > 20 && (s20 <= 1 || s20 == 63)) || r < 2 || r + 2 >= rows;
 }
 
 /* Builds a corpus of `rows` rows, kept both as counts and as an index. */
@@ -99,6 +102,8 @@ static void corpus_make(struct corpus *c, size_t rows, unsigned seed)
         n[B128] = r % 128 == 0 ? 1 + rng() % 4 : 0;
         n[GAP200] = r % 200 == 7;
         n[EDGE] = at_edge(r, rows);
+        n[EDGES] = r % 5 == 1;   /* "edg" is no term, but "edge" begins every term it begins */
+        n[SPARSE20] = r % 20 == 7;   /* under one row in 16: sparse, 15 skip blocks in 20,000 */
         for (int k = 0; k < 10; k++)
             n[R0 + k] = rng() % 1000 < rate[k] ? 1 + rng() % 2 : 0;
         for (int k = PA; k <= PAC; k++)
@@ -250,6 +255,8 @@ static void compare_corpus(const struct corpus *c, struct bm25_scratch *s, int r
         {"r", "edge", "pab"},       {"third", "half", "b65", "b127"},
         {"pa", "every"},            {"pab", "half", "pa"},       {"q", "half"},
         {"q", "edge"},              {"every", "q"},              {"qa", "q", "pa"},
+        {"edge", "sparse20"},       {"gap200", "sparse20"},      {"b64", "sparse20", "every"},
+        {"edg", "half"},            {"half", "edg"},             {"edges", "edge"},
     };
     static const size_t limits[] = {1, 2, 5, 10, 37, 100, 1000};
     struct bm25_query q;
