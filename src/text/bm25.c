@@ -1,25 +1,23 @@
 /*
- * bm25.c — the in-memory BM25 index of bm25.h.
+ * bm25.c — building the in-memory BM25 index of bm25.h (searching it is
+ * bm25_search.c; the frozen layout is bm25_int.h).
  *
  * Building. Each token is looked up in an open-addressing table of terms
  * (FNV-1a over its bytes; the bytes live in one string pool). Within a
  * row a term's count grows in the term itself; when the row closes, its
  * (term, count) pairs are appended as varints to one byte stream, so the
  * build needs no allocation per term. Freezing sorts the terms by bytes,
- * measures each term's postings (row gap, count: two varints) in a first
- * pass over the stream and writes them, term after term, into one pool in
- * a second; then the stream goes.
- *
- * Searching. For each query word in order: the postings of its term (or,
- * for BM25_ALL, of every term it begins: a range of the sorted terms) are
- * summed per row into a frequency; the number of rows seen is the word's
- * n, hence its IDF; each of those rows then gets the word's term added to
- * its score. Rows are marked with epoch stamps instead of clearing arrays.
- * Adding a word's term in query order, starting from 0.0, is the very sum
- * FTS5's bm25() makes (a word a row lacks adds exactly 0.0), with the same
- * expression, so the scores are equal bit for bit.
+ * measures each term's postings (row gap, count: two varints), counts
+ * them (its df) and the rows holding it or a longer term it begins (its
+ * rows: each row counted up the chain of a term's prefixes that are
+ * terms) in a first pass over the stream, and writes them, term
+ * after term, into one pool in a second, with a skip entry at the start
+ * of every block of BM25_SKIP_EVERY postings after the first; then the
+ * stream goes. The second pass also sets the dense terms' bits and count
+ * bytes.
  */
 #include "text/bm25.h"
+#include "text/bm25_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -28,10 +26,9 @@
 #include "core/alloc.h"
 #include "core/error.h"
 
-#define BM25_K1 1.2
-#define BM25_B 0.75
-#define LIMIT_MAX 1000
 #define POOL_MAX 0xffffffffu
+#define NO_PARENT UINT32_MAX         /* term_parents(): begins with no other term */
+#define LONE (UINT32_MAX - 1)        /* … and no other term begins with it */
 
 /* ---- varints --------------------------------------------------------------- */
 
@@ -80,19 +77,6 @@ static size_t varint_len(uint32_t v)
     return n;
 }
 
-static const unsigned char *varint_get(const unsigned char *p, uint32_t *v)
-{
-    uint32_t x = 0;
-    int shift = 0;
-
-    while (*p & 0x80) {
-        x |= (uint32_t)(*p++ & 0x7f) << shift;
-        shift += 7;
-    }
-    *v = x | (uint32_t)*p++ << shift;
-    return p;
-}
-
 static int bytes_varint(struct bytes *b, uint32_t v)
 {
     int rc = bytes_reserve(b, 5);
@@ -124,32 +108,6 @@ struct bm25_builder {
     int open;             /* a row is open */
     struct bytes stream;  /* per closed row: count, then (term, tf) pairs */
     uint64_t tokens;
-};
-
-/* The frozen index. */
-struct term {
-    uint32_t off, len;       /* bytes in `strings` */
-    uint32_t post, post_len; /* bytes in `postings` */
-};
-
-struct bm25_index {
-    char *strings;
-    struct term *terms;      /* sorted by bytes */
-    size_t n_terms;
-    unsigned char *postings;
-    size_t postings_len;
-    uint32_t *lengths;
-    double *norm;            /* per row: k1 * (1 - b + b * length / avgdl) */
-    size_t n_rows;
-    uint64_t tokens;
-};
-
-struct bm25_scratch {
-    uint32_t *freq, *first_freq, *word_stamp, *row_stamp, *word_rows, *rows;
-    double *score;
-    unsigned char *matched;
-    size_t cap;
-    uint32_t word_epoch, row_epoch;
 };
 
 static uint32_t hash_token(const char *s, size_t n)
@@ -314,7 +272,7 @@ static const char *sort_strings;
 
 static int by_bytes(const void *x, const void *y)
 {
-    const struct term *a = x, *b = y;
+    const struct bm25_term *a = x, *b = y;
     size_t n = a->len < b->len ? a->len : b->len;
     int order = memcmp(sort_strings + a->off, sort_strings + b->off, n);
 
@@ -322,32 +280,168 @@ static int by_bytes(const void *x, const void *y)
 }
 
 /* The postings of every term from the stream: pass 0 measures (into
- * terms[].post_len), pass 1 writes at terms[].post. `rank` maps a build
- * id to its sorted place; `prev` is per build id, zeroed by the caller. */
+ * terms[].post_len, .df and .rows), pass 1 writes at `at` (per sorted
+ * term, from terms[].post on), fills the skip entries and the dense
+ * terms' bits and count bytes. `rank` maps a build id to its sorted
+ * place; `prev` is per build id, `seen` per sorted term, both zeroed by
+ * the caller; `parent` is term_parents'. */
 static void postings_pass(const struct bm25_builder *b, struct bm25_index *ix,
-                          const uint32_t *rank, uint32_t *prev, uint32_t *at, int pass)
+                          const uint32_t *rank, const uint32_t *parent, uint32_t *prev,
+                          uint32_t *at, uint32_t *seen, int pass)
 {
     const unsigned char *p = b->stream.data;
 
     for (uint32_t row = 0; row < b->n_rows; row++) {
         uint32_t k, id, tf;
-        p = varint_get(p, &k);
+        p = bm25_varint_get(p, &k);
         while (k--) {
-            struct term *term;
-            uint32_t gap;
-            p = varint_get(p, &id);
-            p = varint_get(p, &tf);
-            term = &ix->terms[rank[id]];
+            uint32_t gap, t;
+            struct bm25_term *term;
+            p = bm25_varint_get(p, &id);
+            p = bm25_varint_get(p, &tf);
+            t = rank[id];
+            term = &ix->terms[t];
             gap = row + 1 - prev[id];
-            prev[id] = row + 1;
             if (pass == 0) {
                 term->post_len += (uint32_t)(varint_len(gap) + varint_len(tf));
+                term->df++;
+                /* The row counts once for the term and each term it
+                 * begins with (seen: the last row counted, plus one); an
+                 * ancestor counted already had its own counted too. */
+                if (parent[t] == LONE) {
+                    term->rows++;
+                } else {
+                    for (uint32_t a = t; a != NO_PARENT && seen[a] != row + 1; a = parent[a]) {
+                        seen[a] = row + 1;
+                        ix->terms[a].rows++;
+                    }
+                }
             } else {
-                unsigned char *w = ix->postings + at[rank[id]];
+                unsigned char *w = ix->postings + at[t];
+                uint32_t nth = seen[t]++;   /* postings written before this one */
+                if (nth && nth % BM25_SKIP_EVERY == 0) {
+                    struct bm25_skip *skip = &ix->skips[term->skip + nth / BM25_SKIP_EVERY - 1];
+                    skip->row_plus1 = prev[id];
+                    skip->off = at[t];
+                }
+                if (term->dense != BM25_SPARSE) {
+                    uint64_t *bits = ix->dense_bits + (size_t)term->dense * ix->words_per_term;
+                    bits[row / 64] |= (uint64_t)1 << (row % 64);
+                    ix->dense_tfs[ix->dense_tf_off[term->dense] + nth] =
+                        (unsigned char)(tf < BM25_TF_BIG ? tf : BM25_TF_BIG);
+                }
                 w = varint_put(w, gap);
                 w = varint_put(w, tf);
-                at[rank[id]] = (uint32_t)(w - ix->postings);
+                at[t] = (uint32_t)(w - ix->postings);
             }
+            prev[id] = row + 1;
+        }
+    }
+}
+
+/* Whether sorted term `a` begins with term `b`. */
+static int term_begins(const struct bm25_index *ix, const char *strings, uint32_t a, uint32_t b)
+{
+    const struct bm25_term *ta = &ix->terms[a], *tb = &ix->terms[b];
+
+    return ta->len >= tb->len && !memcmp(strings + ta->off, strings + tb->off, tb->len);
+}
+
+/* Each sorted term's parent: the longest shorter term it begins with;
+ * NO_PARENT for a term that begins with no other, LONE for one that
+ * neither begins with another nor is begun by one (its rows are its df).
+ * The terms that begin with one follow it in sorted order, so a stack of
+ * the current term's prefixes finds them; `stack` has room for every
+ * term, `child` is zeroed and left so. */
+static void term_parents(const struct bm25_index *ix, const char *strings, uint32_t *parent,
+                         uint32_t *stack, uint32_t *child)
+{
+    size_t depth = 0;
+
+    for (uint32_t t = 0; t < ix->n_terms; t++) {
+        while (depth && !term_begins(ix, strings, t, stack[depth - 1]))
+            depth--;
+        parent[t] = depth ? stack[depth - 1] : NO_PARENT;
+        if (depth)
+            child[stack[depth - 1]] = 1;
+        stack[depth++] = t;
+    }
+    for (uint32_t t = 0; t < ix->n_terms; t++) {
+        if (parent[t] == NO_PARENT && !child[t])
+            parent[t] = LONE;
+        child[t] = 0;
+    }
+}
+
+/* Places every term's postings and skip entries in their pools (measured
+ * by pass 0) and allocates the pools; KEEL_ETOOBIG past POOL_MAX bytes,
+ * KEEL_ENOMEM. */
+static int postings_place(struct bm25_index *ix, uint32_t *at)
+{
+    size_t total = 0, skips = 0;
+
+    for (size_t t = 0; t < ix->n_terms; t++) {
+        struct bm25_term *term = &ix->terms[t];
+        if (total + term->post_len > POOL_MAX)
+            return KEEL_ETOOBIG;
+        term->post = at[t] = (uint32_t)total;
+        total += term->post_len;
+        term->skip = (uint32_t)skips;   /* fewer entries than postings: fits */
+        skips += bm25_skips_of(term->df);
+    }
+    if (!(ix->postings = keel_malloc(total ? total : 1)) ||
+        !(ix->skips = keel_malloc((skips ? skips : 1) * sizeof(*ix->skips))))
+        return KEEL_ENOMEM;
+    ix->postings_len = total;
+    ix->n_skips = skips;
+    return KEEL_OK;
+}
+
+/* Picks the dense terms (sets terms[].dense) and allocates their
+ * bitmaps (clear), rank directories and count bytes, which pass 1 and
+ * dense_ranks() fill. KEEL_ENOMEM. */
+static int dense_place(struct bm25_index *ix, size_t n_rows)
+{
+    size_t words = (n_rows + 63) / 64, n = 0, tfs = 0;
+
+    for (size_t t = 0; t < ix->n_terms; t++) {
+        struct bm25_term *term = &ix->terms[t];
+        term->dense = BM25_SPARSE;
+        if ((size_t)term->df * BM25_DENSE_SHARE >= n_rows) {   /* df > 0: the term is in a row */
+            term->dense = (uint32_t)n++;
+            tfs += term->df;
+        }
+    }
+    ix->n_dense = n;
+    ix->words_per_term = words;
+    ix->dense_tfs_len = tfs;
+    if (!n)
+        return KEEL_OK;
+    if (words > SIZE_MAX / n / sizeof(*ix->dense_bits) ||
+        !(ix->dense_bits = keel_calloc(n * words, sizeof(*ix->dense_bits))) ||
+        !(ix->dense_ranks = keel_malloc(n * words * sizeof(*ix->dense_ranks))) ||
+        !(ix->dense_tf_off = keel_malloc(n * sizeof(*ix->dense_tf_off))) ||
+        !(ix->dense_tfs = keel_malloc(tfs)))
+        return KEEL_ENOMEM;
+    tfs = 0;
+    for (size_t t = 0; t < ix->n_terms; t++) {
+        if (ix->terms[t].dense != BM25_SPARSE) {
+            ix->dense_tf_off[ix->terms[t].dense] = (uint32_t)tfs;
+            tfs += ix->terms[t].df;
+        }
+    }
+    return KEEL_OK;
+}
+
+/* The rank directories of the dense terms, from their bitmaps. */
+static void dense_ranks(struct bm25_index *ix)
+{
+    for (size_t d = 0; d < ix->n_dense; d++) {
+        const uint64_t *bits = ix->dense_bits + d * ix->words_per_term;
+        uint32_t *ranks = ix->dense_ranks + d * ix->words_per_term, rank = 0;
+        for (size_t i = 0; i < ix->words_per_term; i++) {
+            ranks[i] = rank;
+            rank += bm25_popcount(bits[i]);
         }
     }
 }
@@ -355,8 +449,8 @@ static void postings_pass(const struct bm25_builder *b, struct bm25_index *ix,
 int bm25_builder_finish(struct bm25_builder *b, struct bm25_index **out)
 {
     struct bm25_index *ix = NULL;
-    uint32_t *rank = NULL, *prev = NULL, *at = NULL;
-    size_t total = 0;
+    uint32_t *rank = NULL, *prev = NULL, *at = NULL, *seen = NULL, *parent = NULL;
+    size_t n_terms = b->n_terms ? b->n_terms : 1;
     int rc = KEEL_ENOMEM;
 
     *out = NULL;
@@ -364,10 +458,12 @@ int bm25_builder_finish(struct bm25_builder *b, struct bm25_index **out)
         goto out;
     rc = KEEL_ENOMEM;
     if (!(ix = keel_calloc(1, sizeof(*ix))) ||
-        !(ix->terms = keel_calloc(b->n_terms ? b->n_terms : 1, sizeof(*ix->terms))) ||
-        !(rank = keel_malloc((b->n_terms ? b->n_terms : 1) * sizeof(*rank))) ||
-        !(prev = keel_calloc(b->n_terms ? b->n_terms : 1, sizeof(*prev))) ||
-        !(at = keel_malloc((b->n_terms ? b->n_terms : 1) * sizeof(*at))))
+        !(ix->terms = keel_calloc(n_terms, sizeof(*ix->terms))) ||
+        !(rank = keel_malloc(n_terms * sizeof(*rank))) ||
+        !(prev = keel_calloc(n_terms, sizeof(*prev))) ||
+        !(at = keel_malloc(n_terms * sizeof(*at))) ||
+        !(seen = keel_calloc(n_terms, sizeof(*seen))) ||
+        !(parent = keel_malloc(n_terms * sizeof(*parent))))
         goto out;
     for (size_t t = 0; t < b->n_terms; t++) {
         ix->terms[t].off = b->terms[t].off;
@@ -381,20 +477,15 @@ int bm25_builder_finish(struct bm25_builder *b, struct bm25_index **out)
         ix->terms[t].post = 0;
     }
     ix->n_terms = b->n_terms;
-    postings_pass(b, ix, rank, prev, at, 0);
-    for (size_t t = 0; t < ix->n_terms; t++) {
-        if (total + ix->terms[t].post_len > POOL_MAX) {
-            rc = KEEL_ETOOBIG;
-            goto out;
-        }
-        ix->terms[t].post = at[t] = (uint32_t)total;
-        total += ix->terms[t].post_len;
-    }
-    if (!(ix->postings = keel_malloc(total ? total : 1)))
+    term_parents(ix, (const char *)b->strings.data, parent, at, seen);
+    postings_pass(b, ix, rank, parent, prev, at, seen, 0);
+    if ((rc = postings_place(ix, at)) || (rc = dense_place(ix, b->n_rows)))
         goto out;
-    ix->postings_len = total;
-    memset(prev, 0, (b->n_terms ? b->n_terms : 1) * sizeof(*prev));
-    postings_pass(b, ix, rank, prev, at, 1);
+    rc = KEEL_ENOMEM;
+    memset(prev, 0, n_terms * sizeof(*prev));
+    memset(seen, 0, n_terms * sizeof(*seen));
+    postings_pass(b, ix, rank, parent, prev, at, seen, 1);
+    dense_ranks(ix);
     /* Hand over the strings and lengths; the rest of the builder goes. */
     ix->strings = (char *)b->strings.data;
     b->strings.data = NULL;
@@ -418,6 +509,8 @@ out:
     keel_free(rank);
     keel_free(prev);
     keel_free(at);
+    keel_free(seen);
+    keel_free(parent);
     bm25_index_free(ix);
     bm25_builder_free(b);
     return rc;
@@ -430,6 +523,11 @@ void bm25_index_free(struct bm25_index *ix)
     keel_free(ix->strings);
     keel_free(ix->terms);
     keel_free(ix->postings);
+    keel_free(ix->skips);
+    keel_free(ix->dense_bits);
+    keel_free(ix->dense_ranks);
+    keel_free(ix->dense_tf_off);
+    keel_free(ix->dense_tfs);
     keel_free(ix->lengths);
     keel_free(ix->norm);
     keel_free(ix);
@@ -449,273 +547,10 @@ size_t bm25_index_bytes(const struct bm25_index *ix)
     for (size_t t = 0; t < ix->n_terms; t++)
         strings += ix->terms[t].len;
     return sizeof(*ix) + strings + ix->n_terms * sizeof(*ix->terms) + ix->postings_len +
+           ix->n_skips * sizeof(*ix->skips) +
+           ix->n_dense * (ix->words_per_term * (sizeof(*ix->dense_bits) + sizeof(*ix->dense_ranks)) +
+                          sizeof(*ix->dense_tf_off)) +
+           ix->dense_tfs_len +
            ix->n_rows * (sizeof(*ix->lengths) + sizeof(*ix->norm));
 }
 
-/* ---- searching ------------------------------------------------------------- */
-
-void bm25_scratch_free(struct bm25_scratch *s)
-{
-    if (!s)
-        return;
-    keel_free(s->freq);
-    keel_free(s->first_freq);
-    keel_free(s->word_stamp);
-    keel_free(s->row_stamp);
-    keel_free(s->word_rows);
-    keel_free(s->rows);
-    keel_free(s->score);
-    keel_free(s->matched);
-    keel_free(s);
-}
-
-/* Makes room for `rows` rows; every stamp starts unmarked. */
-static int scratch_fit(struct bm25_scratch *s, size_t rows)
-{
-    size_t n = rows ? rows : 1;
-
-    if (n <= s->cap)
-        return KEEL_OK;
-    keel_free(s->freq);
-    keel_free(s->first_freq);
-    keel_free(s->word_stamp);
-    keel_free(s->row_stamp);
-    keel_free(s->word_rows);
-    keel_free(s->rows);
-    keel_free(s->score);
-    keel_free(s->matched);
-    s->freq = keel_malloc(n * sizeof(*s->freq));
-    s->first_freq = keel_malloc(n * sizeof(*s->first_freq));
-    s->word_stamp = keel_calloc(n, sizeof(*s->word_stamp));
-    s->row_stamp = keel_calloc(n, sizeof(*s->row_stamp));
-    s->word_rows = keel_malloc(n * sizeof(*s->word_rows));
-    s->rows = keel_malloc(n * sizeof(*s->rows));
-    s->score = keel_malloc(n * sizeof(*s->score));
-    s->matched = keel_malloc(n);
-    s->word_epoch = s->row_epoch = 0;
-    if (!s->freq || !s->first_freq || !s->word_stamp || !s->row_stamp || !s->word_rows || !s->rows || !s->score ||
-        !s->matched) {
-        s->cap = 0;
-        return KEEL_ENOMEM;
-    }
-    s->cap = n;
-    return KEEL_OK;
-}
-
-int bm25_scratch_new(size_t rows, struct bm25_scratch **out)
-{
-    struct bm25_scratch *s = keel_calloc(1, sizeof(*s));
-
-    *out = NULL;
-    if (!s || scratch_fit(s, rows)) {
-        bm25_scratch_free(s);
-        return KEEL_ENOMEM;
-    }
-    *out = s;
-    return KEEL_OK;
-}
-
-/* The next epoch of a stamp array; on wrap-around every stamp is cleared. */
-static uint32_t next_epoch(uint32_t *epoch, uint32_t *stamps, size_t n)
-{
-    if (++*epoch == 0) {
-        memset(stamps, 0, n * sizeof(*stamps));
-        *epoch = 1;
-    }
-    return *epoch;
-}
-
-/* The first term whose bytes are >= `word`. */
-static size_t lower_bound(const struct bm25_index *ix, const char *word, size_t len)
-{
-    size_t lo = 0, hi = ix->n_terms;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const struct term *t = &ix->terms[mid];
-        size_t n = t->len < len ? t->len : len;
-        int order = memcmp(ix->strings + t->off, word, n);
-        if (order < 0 || (!order && t->len < len))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* FTS5's term of one word in one row: idf * (f * (k1 + 1)) / (f + norm). */
-static double term_of(double idf, uint32_t freq, double norm)
-{
-    double f = (double)freq;
-
-    return idf * ((f * (BM25_K1 + 1.0)) / (f + norm));
-}
-
-/* Counts word `w` in every row holding it (its n, hence idfs[w]) and adds
- * its term to the score of the rows that may still match. */
-static void score_word(const struct bm25_index *ix, const struct bm25_query *q, size_t w,
-                       double *idfs, struct bm25_scratch *s, size_t *n_rows)
-{
-    const char *word = q->words[w];
-    size_t len = q->lens[w], t = lower_bound(ix, word, len), n_word = 0;
-    uint32_t wep = next_epoch(&s->word_epoch, s->word_stamp, s->cap);
-    double idf, hits;
-
-    for (; t < ix->n_terms; t++) {
-        const struct term *term = &ix->terms[t];
-        const unsigned char *p = ix->postings + term->post, *end = p + term->post_len;
-        uint32_t row_plus1 = 0;
-        if (term->len < len || memcmp(ix->strings + term->off, word, len))
-            break;   /* past the words that begin with `word` */
-        if (q->match == BM25_ANY && term->len != len)
-            break;   /* the exact term is the first of the range */
-        while (p < end) {
-            uint32_t gap, tf, row;
-            if (end - p >= 2 && !((p[0] | p[1]) & 0x80)) {
-                gap = p[0];   /* both one byte: most postings of a common word */
-                tf = p[1];
-                p += 2;
-            } else {
-                p = varint_get(p, &gap);
-                p = varint_get(p, &tf);
-            }
-            row_plus1 += gap;
-            row = row_plus1 - 1;
-            if (s->word_stamp[row] != wep) {
-                s->word_stamp[row] = wep;
-                s->freq[row] = 0;
-                s->word_rows[n_word++] = row;
-            }
-            s->freq[row] += tf;
-        }
-        if (q->match == BM25_ANY)
-            break;
-    }
-    hits = (double)n_word;
-    idf = log(((double)ix->n_rows - hits + 0.5) / (hits + 0.5));
-    if (idf <= 0.0)
-        idf = 1e-6;
-    idfs[w] = idf;
-    if (q->match == BM25_ANY) {
-        for (size_t i = 0; i < n_word; i++) {
-            uint32_t row = s->word_rows[i];
-            if (s->row_stamp[row] != s->row_epoch) {
-                s->row_stamp[row] = s->row_epoch;
-                s->score[row] = 0.0;
-                s->rows[(*n_rows)++] = row;
-            }
-            s->score[row] += term_of(idf, s->freq[row], ix->norm[row]);
-        }
-        return;
-    }
-    /* AND: a row missing an earlier word can no longer match; the first
-     * word's count waits for the second word, so rows holding only the
-     * first are never scored. The sum stays in word order. */
-    for (size_t i = 0; i < n_word; i++) {
-        uint32_t row = s->word_rows[i];
-        if (w == 0) {
-            s->row_stamp[row] = s->row_epoch;
-            s->matched[row] = 1;
-            s->first_freq[row] = s->freq[row];
-            s->rows[(*n_rows)++] = row;
-            continue;
-        }
-        if (s->row_stamp[row] != s->row_epoch || s->matched[row] != w)
-            continue;
-        if (w == 1)
-            s->score[row] = 0.0 + term_of(idfs[0], s->first_freq[row], ix->norm[row]);
-        s->score[row] += term_of(idf, s->freq[row], ix->norm[row]);
-        s->matched[row]++;
-    }
-}
-
-/* a is worse than b: a lower score, or the same score and a later row. */
-static int worse(const struct bm25_hit *a, const struct bm25_hit *b)
-{
-    return a->score < b->score || (a->score == b->score && a->row > b->row);
-}
-
-/* Restores the heap (worst at the root) below `i`. */
-static void sift_down(struct bm25_hit *h, size_t n, size_t i)
-{
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        struct bm25_hit tmp;
-        if (l < n && worse(&h[l], &h[m]))
-            m = l;
-        if (r < n && worse(&h[r], &h[m]))
-            m = r;
-        if (m == i)
-            return;
-        tmp = h[i];
-        h[i] = h[m];
-        h[m] = tmp;
-        i = m;
-    }
-}
-
-static void sift_up(struct bm25_hit *h, size_t i)
-{
-    while (i) {
-        size_t parent = (i - 1) / 2;
-        struct bm25_hit tmp;
-        if (!worse(&h[i], &h[parent]))
-            return;
-        tmp = h[i];
-        h[i] = h[parent];
-        h[parent] = tmp;
-        i = parent;
-    }
-}
-
-int bm25_search(const struct bm25_index *ix, const struct bm25_query *q, bm25_keep_fn keep,
-                void *ctx, size_t limit, struct bm25_scratch *s, struct bm25_hit *out,
-                size_t *n)
-{
-    size_t n_rows = 0, kept = 0;
-    double idfs[BM25_WORDS_MAX];
-    int rc;
-
-    *n = 0;
-    if (limit > LIMIT_MAX || q->n > BM25_WORDS_MAX)
-        return KEEL_EINVAL;
-    if (!limit || !q->n || !ix->n_rows || !ix->tokens)
-        return KEEL_OK;   /* no row has a token: nothing matches */
-    if ((rc = scratch_fit(s, ix->n_rows)))
-        return rc;
-    for (size_t w = 0; w < q->n; w++)
-        if (!q->lens[w] || q->lens[w] > BM25_TOKEN_MAX)
-            return KEEL_OK;   /* (FTS5 would not match such a word either) */
-    next_epoch(&s->row_epoch, s->row_stamp, s->cap);
-    for (size_t w = 0; w < q->n; w++)
-        score_word(ix, q, w, idfs, s, &n_rows);
-    for (size_t i = 0; i < n_rows; i++) {
-        uint32_t row = s->rows[i];
-        struct bm25_hit hit = {row, 0.0};
-        if (q->match == BM25_ALL) {
-            if (s->matched[row] != q->n)
-                continue;
-            if (q->n == 1)
-                s->score[row] = 0.0 + term_of(idfs[0], s->first_freq[row], ix->norm[row]);
-        }
-        hit.score = s->score[row];
-        if (keep && !keep(ctx, row))
-            continue;
-        if (kept < limit) {
-            out[kept] = hit;
-            sift_up(out, kept++);
-        } else if (worse(&out[0], &hit)) {
-            out[0] = hit;
-            sift_down(out, kept, 0);
-        }
-    }
-    /* Heap order to best first: take the worst off the end, one by one. */
-    for (size_t end = kept; end > 1; end--) {
-        struct bm25_hit tmp = out[0];
-        out[0] = out[end - 1];
-        out[end - 1] = tmp;
-        sift_down(out, end - 1, 0);
-    }
-    *n = kept;
-    return KEEL_OK;
-}

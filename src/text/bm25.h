@@ -14,22 +14,27 @@
  *
  * Build: bm25_builder_* collects postings (row gap and term frequency as
  * varints, per term) and bm25_builder_finish() turns them into a frozen
- * index: terms sorted by bytes (a prefix is a range) and one contiguous
- * posting pool. A frozen index is read-only; searches need a
- * bm25_scratch of their own (so one index may serve several threads,
- * each with its scratch).
+ * index (bm25_int.h): terms sorted by bytes (a prefix is a range), each
+ * with its df and the rows holding it or a longer term it begins, one
+ * contiguous posting pool with a skip entry every 64 postings, and for a
+ * term in at least one row in 16 a bitmap of its rows and its counts as
+ * bytes. A frozen index is read-only; searches need a bm25_scratch of
+ * their own (so one index may serve several threads, each with its
+ * scratch).
  *
  * Search: query words are tokens. BM25_ALL keeps rows holding every word,
  * each as a token or the start of one (FTS5's `"w1"* AND "w2"*`); BM25_ANY
- * keeps rows holding any word as a whole token (`"w1" OR "w2"`). Each
- * word's postings are read in full (its n, for the IDF, counts every row
- * holding it) — a few nanoseconds a posting, where FTS5 reads each
- * matching row's sizes and positions; OR scores every row touched, AND
- * only rows that still hold every earlier word (term at a time, in query
- * order); a bounded heap keeps the best `limit`. No top-k pruning
- * (MaxScore, WAND): the IDF of a prefix word needs its whole postings
- * anyway, and at a few thousand postings a word the walk costs tens of
- * microseconds.
+ * keeps rows holding any word as a whole token (`"w1" OR "w2"`). A word's
+ * n (for the IDF) is stored when the word is a term; only a prefix that
+ * is not itself a term but begins several has its postings decoded to
+ * count it. OR scores every posting of every word. AND starts from the
+ * word with the fewest rows and keeps those of its rows every other word
+ * holds, fewest rows first: a bit test for a dense term, a walk that
+ * jumps over blocks of postings for a sparse one; only the rows left are
+ * scored. Either way a row's score is its words' terms summed in query
+ * order, so the scores are FTS5's bit for bit. A bounded heap keeps the
+ * best `limit`; the filter is asked only about rows that would enter it.
+ * No top-k pruning (MaxScore, WAND): OR reads every posting of its words.
  */
 #ifndef KEEL_TEXT_BM25_H
 #define KEEL_TEXT_BM25_H
@@ -95,7 +100,9 @@ int bm25_scratch_new(size_t rows, struct bm25_scratch **out);
 void bm25_scratch_free(struct bm25_scratch *s);
 
 /* The best `limit` rows (at most 1000) for `q` that `keep` accepts, best
- * first (score descending, row ascending), into out[0..*n). Words of 0
+ * first (score descending, row ascending), into out[0..*n). `keep` is
+ * asked only about matching rows that would rank among those kept so far
+ * (so it must be a pure filter, not a count of matches). Words of 0
  * bytes or longer than BM25_TOKEN_MAX match nothing. KEEL_ENOMEM when the
  * scratch cannot grow; KEEL_EINVAL for a limit over 1000 or more than
  * BM25_WORDS_MAX words. */

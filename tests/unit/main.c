@@ -153,8 +153,8 @@ int main(void)
         suite_store, suite_store_conv, suite_ingest, suite_pipeline, suite_compose, suite_providers,
         suite_llm,
         suite_memory, suite_memory_hnsw, suite_server, suite_assistant, suite_artifact,
-        suite_artifact_store, suite_scenario, suite_bm25, suite_json_write, suite_store_migrate,
-        suite_store_events, suite_store_vfs,
+        suite_artifact_store, suite_scenario, suite_bm25, suite_bm25_search, suite_json_write,
+        suite_store_migrate, suite_store_events, suite_store_vfs,
     };
     SRunner *runner = srunner_create(NULL);
     int failed;

@@ -85,6 +85,7 @@ Suite *suite_artifact(void);
 Suite *suite_artifact_store(void);
 Suite *suite_scenario(void);
 Suite *suite_bm25(void);
+Suite *suite_bm25_search(void);
 Suite *suite_json_write(void);
 Suite *suite_store_migrate(void);
 Suite *suite_store_events(void);
