@@ -101,7 +101,7 @@ int tools_run(const struct tool_def *tool, const struct tool_env *env, const jso
  * (ASCII lower case), 0 for one that separates words (NUL too). A table
  * read per byte: coverage scans every sentence of every passage. */
 #define FOLD(c)                                                                   \
-    ((c) >= 'A' && (c) <= 'Z' ? (c) + 32                                          \
+    ((c) >= 'A' && (c) <= 'Z' ? (unsigned char)((c) + 32)                         \
      : ((c) >= 'a' && (c) <= 'z') || ((c) >= '0' && (c) <= '9') || (c) >= 0x80 ? (c) \
                                                                                : 0)
 #define FOLD4(c) FOLD(c), FOLD((c) + 1), FOLD((c) + 2), FOLD((c) + 3)
