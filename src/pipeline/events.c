@@ -1,8 +1,8 @@
 /*
- * events.c — a turn's events: turn_emit makes each event object (the
- * strings every event of the turn repeats shared, not copied), hands it
- * to the caller's callback, and writes down its stored text as the
- * events' dump would, so publish does not serialise the events again.
+ * events.c — a turn's events: turn_emit hands each event to the caller's
+ * callback as a struct, writes down its stored text as the events' dump
+ * would (so publish does not serialise the events again), and makes its
+ * JSON object only for a caller that wants the result's events[].
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,18 +16,7 @@
 #include "pipeline/turn.h"
 #include "store/store_events_text.h"
 
-/* A new reference to *cache, made from `text` on first use: a string
- * (or the empty object) that every event of a turn carries is one value,
- * not one per event. Events are only read once emitted. NULL when out of
- * memory. */
-static json_t *shared_string(json_t **cache, const char *text)
-{
-    if (!*cache)
-        *cache = json_string(text);
-    return *cache ? json_incref(*cache) : NULL;
-}
-
-/* The slot of `kind` in turn.shared.kind; 4 for an unknown one. */
+/* The index of `kind` in event_text's table; 4 for an unknown one. */
 static int kind_index(const char *kind)
 {
     static const char *const kinds[4] = {"start", "end", "info", "token"};
@@ -121,49 +110,12 @@ static int event_text(struct turn *t, int kind, const char *kind_name, const cha
     return rc;
 }
 
-/* The event as an object of the result's events[]: the strings every
- * event of the turn repeats are one shared value (shared_string). */
-static json_t *event_object(struct turn *t, const struct pipeline_event *e)
-{
-    static const char *const names[9] = {"correlation_id", "seq", "stage", "kind", "level",
-                                         "message", "user_message", "ts", "extra"};
-    json_t *event, *fields[9];
-    int failed = 0;
-
-    fields[0] = shared_string(&t->shared.correlation_id, e->correlation_id);
-    fields[1] = json_integer(e->seq);
-    if (t->shared.stage_name != t->stage_name) {
-        json_decref(t->shared.stage);
-        t->shared.stage = NULL;
-        t->shared.stage_name = t->stage_name;
-    }
-    fields[2] = shared_string(&t->shared.stage, e->stage);
-    fields[3] = shared_string(&t->shared.kind[kind_index(e->kind)], e->kind);
-    fields[4] = e->user_message ? shared_string(&t->shared.level[0], "both")
-                                : shared_string(&t->shared.level[1], "technical");
-    fields[5] = json_string(e->message);
-    fields[6] = e->user_message ? json_string(e->user_message) : json_null();
-    fields[7] = shared_string(&t->shared.ts, e->ts);
-    fields[8] = json_incref((json_t *)e->extra);
-    event = json_object();
-    for (int i = 0; i < 9; i++)
-        /* set_new takes the value also when it fails (or event is NULL) */
-        if (!fields[i] || json_object_set_new_nocheck(event, names[i], fields[i]))
-            failed = 1;
-    if (failed) {
-        json_decref(event);
-        return NULL;
-    }
-    return event;
-}
-
 json_t *pipeline_event_json(const struct pipeline_event *e)
 {
-    /* a copy of extra: the event's may be shared with other threads' readers */
-    return json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:s?, s:s, s:o}", "correlation_id",
+    return json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:s?, s:s, s:O}", "correlation_id",
                      e->correlation_id, "seq", e->seq, "stage", e->stage, "kind", e->kind,
                      "level", e->level, "message", e->message, "user_message", e->user_message,
-                     "ts", e->ts, "extra", json_deep_copy(e->extra));
+                     "ts", e->ts, "extra", (json_t *)e->extra);
 }
 
 int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
@@ -200,13 +152,14 @@ int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
         keel_time_format(t->now, ts, sizeof(ts));
         ts_ms = t->now;
     }
-    if (!extra && !t->shared.no_extra && !(t->shared.no_extra = json_object()))
+    if (!extra && !t->no_extra && !(t->no_extra = json_object()))
         return KEEL_ENOMEM;
     if (!extra)
-        extra = json_incref(t->shared.no_extra);
+        extra = json_incref(t->no_extra);
     e = (struct pipeline_event){t->correlation_id, ++t->event_seq, t->stage_name, kind,
                                 user ? "both" : "technical", message, user, ts, extra};
-    if (t->events && (!(event = event_object(t, &e)) || json_array_append_new(t->events, event)))
+    if (t->events &&
+        (!(event = pipeline_event_json(&e)) || json_array_append_new(t->events, event)))
         rc = KEEL_ENOMEM;
     /* Without the list, the text is the only record of the event. */
     if (!rc && !t->events_text_failed && event_text(t, kind_index(kind), kind, user, message,
@@ -216,8 +169,11 @@ int turn_emit(struct turn *t, const char *kind, const char *key, json_t *extra,
         rc = KEEL_ENOMEM;
     if (!rc && t->req->on_event)
         t->req->on_event(t->req->event_ctx, &e);
-    if (!rc && t->pl->trace)
-        keel_log(KEEL_LOG_WARN, "turn.trace", pipeline_event_json(&e));
+    if (!rc && t->pl->trace && (event = pipeline_event_json(&e))) {
+        /* a copy: the extra object may be read by the caller meanwhile */
+        keel_log(KEEL_LOG_WARN, "turn.trace", json_deep_copy(event));
+        json_decref(event);
+    }
     json_decref(extra);
     return rc;
 }
@@ -226,12 +182,5 @@ void turn_events_release(struct turn *t)
 {
     json_decref(t->events);
     keel_buf_release(&t->events_text);
-    json_decref(t->shared.correlation_id);
-    json_decref(t->shared.ts);
-    json_decref(t->shared.stage);
-    json_decref(t->shared.no_extra);
-    for (int i = 0; i < 5; i++)
-        json_decref(t->shared.kind[i]);
-    for (int i = 0; i < 2; i++)
-        json_decref(t->shared.level[i]);
+    json_decref(t->no_extra);
 }

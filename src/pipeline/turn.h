@@ -74,13 +74,7 @@ struct turn {
     json_t *events;
     int event_seq;
     const char *stage_name;            /* the stage running */
-    /* Values all events of the turn share (turn_emit): one JSON value
-     * referenced by every event, so an emitted event is read only — no
-     * code may change its fields (routes_chat.c and streams.c only read). */
-    struct {
-        json_t *correlation_id, *ts, *stage, *no_extra, *kind[5], *level[2];
-        const char *stage_name;        /* whose name .stage holds */
-    } shared;
+    json_t *no_extra;                  /* the empty extra events without one share */
     /* The events as publish stores them: "[" and each event's text as
      * the events' dump would write it, added by turn_emit, so publish
      * writes no event twice. events_text_failed: use the dump instead. */
