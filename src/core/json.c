@@ -210,6 +210,13 @@ int keel_json_append(struct keel_buf *buf, const json_t *value, size_t flags)
     return KEEL_OK;
 }
 
+json_t *keel_json_text(const char *text)
+{
+    size_t n = strlen(text);
+
+    return utf8_valid_prefix(text, n) == n ? json_stringn_nocheck(text, n) : NULL;
+}
+
 int keel_json_set_text(json_t *obj, const char *key, const char *text)
 {
     size_t n = text ? strlen(text) : 0;

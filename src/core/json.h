@@ -82,4 +82,8 @@ char *keel_json_dumps(const json_t *value, size_t flags);
  * unchanged) or KEEL_ENOMEM. */
 int keel_json_set_text(json_t *obj, const char *key, const char *text);
 
+/* The string `text` as a new value, checked as keel_json_set_text checks
+ * it; NULL when `text` is not UTF-8 or memory ran out. */
+json_t *keel_json_text(const char *text);
+
 #endif

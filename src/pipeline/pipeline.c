@@ -427,7 +427,7 @@ static json_t *result_json(struct turn *t)
         {"conversation_id", json_string(t->conversation_id), 0},
         {"turn", json_integer(t->seq), 0},
         {"correlation_id", json_string(t->correlation_id), 0},
-        {"answer", NULL, 2},   /* 2: set from t->answer (keel_json_set_text) */
+        {"answer", keel_json_text(t->answer.data), 0},
         {"sources", json_incref(t->sources), 0},
         {"decision", decision, 0},
         {"stage", json_string(t->state.stage), 0},
@@ -455,9 +455,7 @@ static json_t *result_json(struct turn *t)
     int failed = !out;
 
     for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
-        if (m[i].optional == 2) {
-            failed = failed || keel_json_set_text(out, m[i].key, t->answer.data);
-        } else if (!m[i].value && m[i].optional) {
+        if (!m[i].value && m[i].optional) {
             continue;
         } else if (failed || !m[i].value) {
             json_decref(m[i].value);

@@ -827,7 +827,8 @@ START_TEST(test_json_get_bool)
 END_TEST
 
 /* keel_json_set_text: a string, null for NULL, refused when not UTF-8
- * (the object unchanged), and out of memory reported. */
+ * (the object unchanged), and out of memory reported; keel_json_text
+ * the same as a value. */
 START_TEST(test_json_set_text)
 {
     json_t *o = json_object();
@@ -851,6 +852,12 @@ START_TEST(test_json_set_text)
     ck_assert_ptr_null(json_object_get(o, "e"));
     ck_assert_uint_eq(json_object_size(o), 3);
     json_decref(o);
+    /* keel_json_text: the same check, as a value */
+    o = keel_json_text("caf\xc3\xa9");
+    ck_assert_str_eq(json_string_value(o), "caf\xc3\xa9");
+    json_decref(o);
+    ck_assert_ptr_null(keel_json_text(long_text));
+    ck_assert_ptr_null(keel_json_text("\xed\xa0\x80"));
 }
 END_TEST
 
