@@ -14,6 +14,12 @@
 # The one exception is hnswlib (libhnswlib-dev, header-only C++, no .pc):
 # src/memory/hnsw.cc wraps it for C and is compiled with $(CXX).
 
+# Builds run on every core unless -j is given; the test recipe's steps
+# still run one after the other.
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc)
+endif
+
 PKGS      := jansson yaml-0.1 sqlite3 libcurl libevent libevent_pthreads libcrypto
 CC        ?= cc
 CXX       ?= g++
@@ -123,28 +129,34 @@ test-blackbox: $(KEEL) $(FAKEHTTP) $(FAKEOPENAI)
 bench: $(BENCHBIN)
 	KEEL_ROOT=$(CURDIR) $(BENCHBIN) $(BENCH)
 
-# libFuzzer needs clang; the fuzz build has its own object tree.
+# libFuzzer needs clang; the fuzz build has its own object tree. The
+# library is compiled once with the fuzzer's coverage instrumentation but
+# without its main (fuzzer-no-link); each target links those objects.
 FUZZ_CC     ?= clang
 FUZZ_CXX    ?= clang++
 FUZZ_O      := $(BUILD)/fuzz
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc $(PKG_CFLAGS) \
-               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_CXX_OBJ := $(LIB_CXX_SRC:src/memory/%.cc=$(FUZZ_O)/obj/%.o)
+FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Isrc $(PKG_CFLAGS) -MMD -MP \
+               -fsanitize=fuzzer-no-link $(FUZZ_SANFLAGS)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_O)/obj/%.o) $(LIB_CXX_SRC:%.cc=$(FUZZ_O)/obj/%.o)
+FUZZ_MAIN_OBJ := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_O)/obj/fuzz/%.o)
 FUZZ_BINS   := $(FUZZ_SRC:fuzz/%.c=$(FUZZ_O)/%)
+.SECONDARY: $(FUZZ_MAIN_OBJ) $(FUZZ_LIB_OBJ)
+
+$(FUZZ_O)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
 # The C++ wrapper is built under the sanitizers but without the fuzzer's
 # instrumentation of hnswlib (no target reaches it); the link takes
 # UBSan's C++ runtime, which the C driver leaves out by default.
-$(FUZZ_O)/obj/%.o: src/memory/%.cc
+$(FUZZ_O)/obj/%.o: %.cc
 	@mkdir -p $(dir $@)
-	$(FUZZ_CXX) -std=c++17 -D_GNU_SOURCE -DNO_MANUAL_VECTORIZATION -g -O1 -Isrc \
-	    -fsanitize=address,undefined \
-	    -fno-sanitize-recover=all -c $< -o $@
+	$(FUZZ_CXX) -std=c++17 -D_GNU_SOURCE -DNO_MANUAL_VECTORIZATION -g -O1 -Isrc -MMD -MP \
+	    $(FUZZ_SANFLAGS) -c $< -o $@
 
-$(FUZZ_O)/%: fuzz/%.c $(LIB_SRC) $(FUZZ_CXX_OBJ)
-	@mkdir -p $(FUZZ_O)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize-link-c++-runtime -o $@ $< $(LIB_SRC) $(FUZZ_CXX_OBJ) \
-	    $(LIBS)
+$(FUZZ_O)/%: $(FUZZ_O)/obj/fuzz/%.o $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SANFLAGS) -fsanitize-link-c++-runtime -o $@ $^ $(LIBS)
 
 fuzz-build: $(FUZZ_BINS)
 
@@ -164,4 +176,5 @@ chat: $(KEEL)
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(BENCH_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(BENCH_OBJ:.o=.d) \
+         $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_MAIN_OBJ:.o=.d)
