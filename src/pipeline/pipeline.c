@@ -207,6 +207,13 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
         if (!pl->web)
             pl->web = websearch_port(pl->websearch);
     }
+    /* A turn that cannot leave the process (no model, embedder, web
+     * search, web fallback or remote paper provider) reads the store from
+     * one snapshot: one read transaction instead of one per statement.
+     * One that can call out does not: a snapshot held through a slow call
+     * would keep SQLite's WAL from starting over. */
+    pl->local = !pl->llm && !pl->embedder && !pl->websearch && !pl->web &&
+                !(pl->providers && providers_any(pl->providers));
     snprintf(pl->pack_dir, sizeof(pl->pack_dir), "%s/%s", dir, options->pack);
     *out = pl;
     return KEEL_OK;
@@ -501,6 +508,10 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
         rc = keel_error_set(err, KEEL_ENOMEM, "turn", "out of memory");
         goto out;
     }
+    /* publish's write ends the snapshot; a turn that stops before it
+     * ends it below */
+    if (pl->local && (rc = store_read_begin(pl->store, err)))
+        goto out;
     for (i = 0; i < N_STAGES; i++) {
         if (t.ended && stages[i].run != stage_publish)
             continue;
@@ -529,6 +540,8 @@ int pipeline_turn(struct pipeline *pl, const struct turn_request *req, json_t **
         rc = keel_error_set(err, KEEL_ENOMEM, "turn", "out of memory (the turn was stored)");
     }
 out:
+    if (pl->local)
+        store_read_end(pl->store);
     if (rc)
         keel_log(KEEL_LOG_WARN, "turn.failed",
                  json_pack("{s:s,s:s,s:s,s:s}", "correlation_id", t.correlation_id, "stage",

@@ -40,6 +40,7 @@ struct pipeline {
     char *artifacts_dir;               /* the JSONL export, or NULL (owned) */
     struct scenario_conf scenario;     /* the pack's scenario section (seed 004) */
     int trace;                         /* KEEL_DEBUG_TRACE=1, read once */
+    int local;                         /* no port can call out: a turn reads from one snapshot */
     struct state_cache *states;        /* recent conversations' parsed states, or NULL (owned) */
     char pack_dir[4200];
 };

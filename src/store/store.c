@@ -143,6 +143,17 @@ int store_counts(struct store *store, struct store_counts *out, struct keel_erro
     return store->ops->counts(store, out, err);
 }
 
+int store_read_begin(struct store *store, struct keel_error *err)
+{
+    return store->ops->read_begin ? store->ops->read_begin(store, err) : KEEL_OK;
+}
+
+void store_read_end(struct store *store)
+{
+    if (store->ops->read_end)
+        store->ops->read_end(store);
+}
+
 static int check_id(const char *id, struct keel_error *err)
 {
     if (!id || !*id || strlen(id) > 128)

@@ -348,6 +348,9 @@ struct store_ops {
                       struct keel_error *err);
     int (*scenario_set)(struct store *store, const char *id, int64_t version,
                         const char *scenario_json, struct keel_error *err);
+    /* optional (NULL: reads need no snapshot) */
+    int (*read_begin)(struct store *store, struct keel_error *err);
+    void (*read_end)(struct store *store);
 };
 
 /* Every backend's struct starts with this. */
@@ -382,6 +385,16 @@ int store_search_chunks(struct store *store, const char *text, int limit,
 int store_search_chunks_all(struct store *store, const char *text, int limit,
                             struct chunk_hits *out, struct keel_error *err);
 int store_counts(struct store *store, struct store_counts *out, struct keel_error *err);
+
+/* A read snapshot: until store_read_end(), the store's reads share one
+ * read transaction and see one state of the data, instead of a
+ * transaction (and its locks) each. A write ends the snapshot first, so
+ * reads after it see the write. Hold it across local work only: with
+ * SQLite, a snapshot held through a slow call (a model, a remote provider)
+ * keeps the WAL from starting over. Nested begins are no-ops; ending
+ * without one is a no-op; a backend without transactions ignores both. */
+int store_read_begin(struct store *store, struct keel_error *err);
+void store_read_end(struct store *store);
 
 /* Reads conversation `id`: KEEL_ENOTFOUND (field "conversation_id") when
  * there is none. On success the caller releases *out. */

@@ -215,13 +215,50 @@ void sqlite_tx_rollback(struct sqlite_store *st)
     sqlite_write_unlock(st);
 }
 
+/* A read snapshot is a deferred BEGIN: SQLite takes its read lock (a WAL
+ * read mark) at the first read and keeps it to the COMMIT, so the reads
+ * between share one transaction. */
+static int sqlite_read_begin(struct store *store, struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    int rc;
+
+    if (st->reading)
+        return KEEL_OK;
+    if ((rc = sqlite_connection_ready(st, err)))
+        return rc;
+    if (!sqlite3_get_autocommit(st->db))
+        return KEEL_OK;   /* a transaction is open: its reads are one already */
+    if ((rc = sqlite_stmt_exec(st, ST_BEGIN_READ, "beginning a read", err)))
+        return rc;
+    st->reading = 1;
+    return KEEL_OK;
+}
+
+/* Ends the snapshot; a connection that failed meanwhile (reset) is
+ * replaced by the next operation, which rolls back whatever it held. */
+static void sqlite_read_end(struct store *store)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+
+    if (!st->reading)
+        return;
+    st->reading = 0;
+    if (st->db && !st->reset && !sqlite3_get_autocommit(st->db)) {
+        sqlite3_step(st->stmt[ST_COMMIT]);
+        sqlite3_reset(st->stmt[ST_COMMIT]);
+    }
+}
+
 /* BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy
  * timeout), so a put never fails half-way for want of the lock. Writers
- * of this process queue on the file's mutex first. */
+ * of this process queue on the file's mutex first. A read snapshot ends
+ * first: its reads were taken before the lock. */
 int sqlite_tx_begin(struct sqlite_store *st, const char *op, struct keel_error *err)
 {
     int rc;
 
+    sqlite_read_end(&st->base);
     sqlite_write_lock(st);
     if ((rc = sqlite_stmt_exec(st, ST_BEGIN, op, err)))
         sqlite_write_unlock(st);
@@ -389,8 +426,9 @@ static void connection_close(struct sqlite_store *st)
         sqlite3_finalize(st->stmt[i]);
         st->stmt[i] = NULL;
     }
-    sqlite3_close_v2(st->db);   /* NULL is a no-op */
+    sqlite3_close_v2(st->db);   /* NULL is a no-op; an open transaction rolls back */
     st->db = NULL;
+    st->reading = 0;
 }
 
 /* Connects, migrates and prepares; on failure nothing stays open. */
@@ -427,6 +465,12 @@ int sqlite_connection_ready(struct sqlite_store *st, struct keel_error *err)
         return rc;
     st->reset = 0;
     return KEEL_OK;
+}
+
+int sqlite_write_ready(struct sqlite_store *st, struct keel_error *err)
+{
+    sqlite_read_end(&st->base);
+    return sqlite_connection_ready(st, err);
 }
 
 /* ---- content hashes ------------------------------------------------------ */
@@ -1064,6 +1108,8 @@ static const struct store_ops sqlite_ops = {
     .artifact_get = sqlite_artifact_get,
     .facts_list = sqlite_facts_list,
     .scenario_set = sqlite_scenario_set,
+    .read_begin = sqlite_read_begin,
+    .read_end = sqlite_read_end,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

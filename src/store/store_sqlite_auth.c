@@ -14,7 +14,7 @@ int sqlite_key_put(struct store *store, const struct store_key *key, const char 
     sqlite3_stmt *stmt;
     int rc;
 
-    if ((rc = sqlite_connection_ready(st, err)))
+    if ((rc = sqlite_write_ready(st, err)))
         return rc;
     stmt = st->stmt[ST_KEY_INSERT];
     BIND_TEXT(stmt, 1, key->id);
@@ -101,7 +101,7 @@ int sqlite_key_revoke(struct store *store, const char *id, int64_t now_ms,
     sqlite3_stmt *stmt;
     int rc;
 
-    if ((rc = sqlite_connection_ready(st, err)))
+    if ((rc = sqlite_write_ready(st, err)))
         return rc;
     stmt = st->stmt[ST_KEY_REVOKE];
     BIND_TEXT(stmt, 1, id);
@@ -120,7 +120,7 @@ int sqlite_share_put(struct store *store, const char *hash, const char *conversa
     sqlite3_stmt *stmt;
     int rc;
 
-    if ((rc = sqlite_connection_ready(st, err)))
+    if ((rc = sqlite_write_ready(st, err)))
         return rc;
     stmt = st->stmt[ST_SHARE_INSERT];
     BIND_TEXT(stmt, 1, hash);

@@ -362,11 +362,16 @@ static int search_begin(struct sqlite_store *st, int papers, int *ready, struct 
     int rc = KEEL_OK, step;
 
     *ready = 0;
-    if (!sqlite3_get_autocommit(st->db))
-        return KEEL_OK;   /* inside someone's transaction: leave it to FTS5 */
-    if ((rc = stmt_run(st, ix->stmt[IX_BEGIN], "search", err)))
-        return rc;
-    ix->began = 1;
+    /* In a read snapshot (store_read_begin) the generation and the rows
+     * are read in one transaction already. Inside a write transaction,
+     * whose rows may not be committed, leave it to FTS5. */
+    if (!st->reading) {
+        if (!sqlite3_get_autocommit(st->db))
+            return KEEL_OK;
+        if ((rc = stmt_run(st, ix->stmt[IX_BEGIN], "search", err)))
+            return rc;
+        ix->began = 1;
+    }
     sqlite3_bind_text(gen, 1, papers ? "papers" : "chunks", -1, SQLITE_STATIC);
     step = sqlite3_step(gen);
     generation = sqlite3_column_int64(gen, 0);

@@ -23,6 +23,7 @@ extern const size_t sqlite_n_migrations;
 
 enum stmt_id {
     ST_BEGIN,
+    ST_BEGIN_READ,
     ST_COMMIT,
     ST_ROLLBACK,
     ST_PAPER_HASH,
@@ -92,6 +93,7 @@ struct sqlite_store {
     char *path;          /* for error messages */
     sqlite3_stmt *stmt[ST_COUNT];
     int reset;           /* the connection reported an error: replace it */
+    int reading;         /* a read snapshot is open (store_read_begin) */
     struct sqlite_checkpointer *checkpointer;   /* NULL: SQLite's auto-checkpoint */
     struct sqlite_index *index;                 /* store_sqlite_index.c; NULL: none */
     int write_stripe;                           /* store_sqlite_writelock.c; -1: not yet known */
@@ -157,6 +159,11 @@ int sqlite_column_dup(sqlite3_stmt *stmt, int col, char **out);
 /* Replaces a connection that reported an error; called first by every
  * operation. */
 int sqlite_connection_ready(struct sqlite_store *st, struct keel_error *err);
+
+/* sqlite_connection_ready() for an operation that writes one statement
+ * outside sqlite_tx_begin: it also ends a read snapshot, so the write
+ * commits on its own and is not held in the snapshot's transaction. */
+int sqlite_write_ready(struct sqlite_store *st, struct keel_error *err);
 
 /* Nonzero when KEEL_DB_SYNC=full asks for synchronous=FULL (survives
  * power loss) instead of NORMAL (survives a process crash). */

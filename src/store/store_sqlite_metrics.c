@@ -27,7 +27,7 @@ int sqlite_metrics(struct store *store, json_t **out, struct keel_error *err)
 int sqlite_metrics_reset(struct store *store, struct keel_error *err)
 {
     struct sqlite_store *st = (struct sqlite_store *)store;
-    int rc = sqlite_connection_ready(st, err);
+    int rc = sqlite_write_ready(st, err);
 
     return rc ? rc : sqlite_stmt_exec(st, ST_METRICS_RESET, "resetting metrics", err);
 }

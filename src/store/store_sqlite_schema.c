@@ -358,6 +358,7 @@ const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_mig
 
 const char *const sqlite_stmt_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_BEGIN_READ] = "BEGIN",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_PAPER_HASH] = "SELECT content_hash FROM papers WHERE id = ?1",

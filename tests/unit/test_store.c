@@ -989,12 +989,12 @@ static long file_size(const char *path)
 }
 
 /* The store's WAL hook replaces SQLite's auto-checkpoint; the store's
- * thread must then copy the WAL back once it passes 1,000 pages, long
- * before the commit path's backstop (8,000): the database file grows
+ * thread must then copy the WAL back once it passes 4,000 pages, long
+ * before the commit path's backstop (32,000): the database file grows
  * while the store stays open and idle. */
 START_TEST(test_sqlite_checkpoints_in_the_background)
 {
-    enum { DOCS = 24, TEXT = 96 * 1024 };
+    enum { DOCS = 100, TEXT = 96 * 1024 };
     struct store *store = store_fresh();
     char *text = malloc(TEXT + 1), id[32], wal[sizeof(db_path) + 8];
     long before, after = -1, wal_size;
@@ -1012,8 +1012,8 @@ START_TEST(test_sqlite_checkpoints_in_the_background)
     }
     snprintf(wal, sizeof(wal), "%s-wal", db_path);
     wal_size = file_size(wal);
-    ck_assert_msg(wal_size > 1000L * 4096, "the test wrote too little: WAL %ld bytes", wal_size);
-    ck_assert_msg(wal_size < 8000L * 4096, "the test wrote past the backstop: WAL %ld bytes",
+    ck_assert_msg(wal_size > 4000L * 4096, "the test wrote too little: WAL %ld bytes", wal_size);
+    ck_assert_msg(wal_size < 32000L * 4096, "the test wrote past the backstop: WAL %ld bytes",
                   wal_size);
     for (int i = 0; i < 1000 && (after = file_size(db_path)) < before + DOCS * TEXT / 2; i++)
         usleep(10000);

@@ -16,7 +16,8 @@
  * an injected allocation failure leaves the conversation and the counters
  * exactly as they were, on both backends. TCase "conv_sqlite_file" checks the rows SQLite
  * holds (one turn row, two messages, one decision per turn) and that a
- * reopened file keeps the conversation. Every TCase has the leak fixture.
+ * reopened file keeps the conversation, and a read snapshot's isolation
+ * from another connection. Every TCase has the leak fixture.
  */
 #include <dirent.h>
 #include <sqlite3.h>
@@ -701,6 +702,69 @@ START_TEST(test_conv_sqlite_reopen)
 }
 END_TEST
 
+/* A read snapshot on both backends: reads and a write inside it work,
+ * the write is there afterwards, ending twice is harmless. */
+START_TEST(test_conv_read_snapshot_contract)
+{
+    struct store *store = unit_store_fresh();
+    struct keel_error err;
+
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_read_begin(store, &err), KEEL_OK);
+    ck_assert_int_eq(store_read_begin(store, &err), KEEL_OK);   /* nested: a no-op */
+    save_ok(store, "conv_a", 1);
+    assert_conversation(store, "conv_a", 1);
+    save_ok(store, "conv_a", 2);
+    store_read_end(store);
+    store_read_end(store);
+    assert_unchanged(store, "conv_a", 2, 2);
+    store_close(store);
+}
+END_TEST
+
+/* SQLite: inside a snapshot a connection reads the data as it was when
+ * its first read began, whatever another connection commits; after
+ * store_read_end it sees the commit. A write inside the snapshot ends it
+ * and commits at once: the other connection sees it before any
+ * store_read_end, also a one-statement write (a key). */
+START_TEST(test_conv_sqlite_read_snapshot)
+{
+    struct store *a = unit_store_fresh(), *b;
+    char id[] = "key_1", user[] = "ann", role[] = "owner";
+    struct store_key key = {id, user, role, T0, 0}, found = {0};
+    struct keel_error err;
+
+    save_ok(a, "conv_a", 1);
+    b = open_location(unit_store_path());
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);
+    assert_conversation(a, "conv_a", 1);
+    save_ok(b, "conv_a", 2);
+    assert_conversation(a, "conv_a", 1);   /* the snapshot */
+    ck_assert_int_eq(metric(a, "turns"), 1);
+    store_read_end(a);
+    assert_conversation(a, "conv_a", 2);
+
+    ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);
+    assert_conversation(a, "conv_a", 2);
+    save_ok(a, "conv_a", 3);               /* ends the snapshot */
+    assert_conversation(b, "conv_a", 3);
+    save_ok(b, "conv_a", 4);
+    assert_conversation(a, "conv_a", 4);   /* no snapshot any more */
+    store_read_end(a);
+
+    ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);
+    assert_conversation(a, "conv_a", 4);
+    ck_assert_int_eq(store_key_put(a, &key, "hash_1", &err), KEEL_OK);
+    ck_assert_int_eq(store_key_find(b, "hash_1", &found, &err), KEEL_OK);
+    ck_assert_str_eq(found.user, "ann");
+    store_key_release(&found);
+    store_read_end(a);
+    store_close(b);
+    store_close(a);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static void add_contract_tests(TCase *tc)
@@ -716,6 +780,7 @@ static void add_contract_tests(TCase *tc)
     tcase_add_test(tc, test_conv_many_counters);
     tcase_add_test(tc, test_conv_unknown_ids);
     tcase_add_test(tc, test_conv_argument_errors);
+    tcase_add_test(tc, test_conv_read_snapshot_contract);
 }
 
 Suite *suite_store_conv(void)
@@ -747,6 +812,7 @@ Suite *suite_store_conv(void)
     unit_leak_fixture(file);
     tcase_add_test(file, test_conv_sqlite_rows);
     tcase_add_test(file, test_conv_sqlite_reopen);
+    tcase_add_test(file, test_conv_sqlite_read_snapshot);
     suite_add_tcase(s, file);
     return s;
 }
