@@ -231,7 +231,14 @@ int keel_json_set_text(json_t *obj, const char *key, const char *text)
 
 char *keel_json_dumps(const json_t *value, size_t flags)
 {
+    return keel_json_dumps_len(value, flags, 0, NULL);
+}
+
+char *keel_json_dumps_len(const json_t *value, size_t flags, size_t spare, size_t *len)
+{
     struct keel_buf b;
+    char *text, *bigger;
+    size_t n;
     int rc;
 
     if (!value || (!(flags & JSON_ENCODE_ANY) && !json_is_object(value) && !json_is_array(value)))
@@ -239,11 +246,23 @@ char *keel_json_dumps(const json_t *value, size_t flags)
     keel_buf_init(&b, 0);
     if ((rc = keel_json_write(&b, value, flags)) == KEEL_EINVAL) {
         keel_buf_release(&b);
-        return json_dumps(value, flags);
+        if (!(text = json_dumps(value, flags)))
+            return NULL;
+        n = strlen(text);
+        if (spare) {
+            if (!(bigger = keel_realloc(text, n + 1 + spare))) {
+                keel_free(text);
+                return NULL;
+            }
+            text = bigger;
+        }
+        if (len)
+            *len = n;
+        return text;
     }
-    if (rc) {
+    if (rc || (spare && keel_buf_grow(&b, spare))) {
         keel_buf_release(&b);
         return NULL;
     }
-    return keel_buf_detach(&b, NULL);
+    return keel_buf_detach(&b, len);
 }

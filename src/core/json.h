@@ -74,6 +74,11 @@ int keel_json_append(struct keel_buf *buf, const json_t *value, size_t flags);
  * is not UTF-8). The caller frees it with keel_free. */
 char *keel_json_dumps(const json_t *value, size_t flags);
 
+/* keel_json_dumps() that also sets *len (when not NULL) to the text's
+ * length and leaves room for `spare` more bytes after its NUL, so a
+ * caller can append a newline in place. */
+char *keel_json_dumps_len(const json_t *value, size_t flags, size_t spare, size_t *len);
+
 /* Sets obj[key] to the string `text` (JSON null when `text` is NULL),
  * checked by utf8_valid_prefix, which passes ASCII sixteen bytes at a
  * time, rather than by jansson's byte-by-byte check: for the long texts a

@@ -69,24 +69,37 @@ void http_log(struct evhttp_request *req, int status, const char *correlation_id
                        "status", status, "correlation_id", correlation_id));
 }
 
+/* evbuffer_add_reference's cleanup: the body text goes when sent. */
+static void free_text(const void *data, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    keel_free((void *)data);
+}
+
+/* The body text (a turn's result is tens of KB) is handed to the reply
+ * by reference, with its newline in the room keel_json_dumps left after
+ * its NUL: no second buffer and copy per response. */
 void http_json(struct evhttp_request *req, int status, json_t *body)
 {
     struct evbuffer *out = evbuffer_new();
-    char *text = body ? keel_json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+    size_t len = 0;
+    char *text = body ? keel_json_dumps_len(body, JSON_COMPACT | JSON_REAL_PRECISION(10), 1, &len)
+                      : NULL;
     const char *cid = json_string_value(json_object_get(body, "correlation_id"));
 
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       "application/json");
-    if (!out || !text) {
+    if (text)
+        text[len++] = '\n';
+    if (!out || !text || evbuffer_add_reference(out, text, len, free_text, NULL)) {
+        keel_free(text);
         evhttp_send_error(req, 500, "out of memory");
         http_log(req, 500, NULL);
     } else {
-        evbuffer_add(out, text, strlen(text));
-        evbuffer_add(out, "\n", 1);
         http_log(req, status, cid);
         evhttp_send_reply(req, status, status == 429 ? "Too Many Requests" : NULL, out);
     }
-    keel_free(text);
     if (out)
         evbuffer_free(out);
     json_decref(body);
