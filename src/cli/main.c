@@ -20,8 +20,8 @@ static const struct {
     {"policy", cmd_policy, "policy explain \"MESSAGE\" | shell: show the policy decision and its reasons"},
     {"replay", cmd_replay, "replay PATH…: run replay fixtures and report failures"},
     {"ingest", cmd_ingest, "ingest papers FILE… | docs DIR…: fill the store"},
-    {"chat", cmd_chat, "chat [--pack NAME] [--conversation ID] [--json]: talk to keel"},
-    {"serve", cmd_serve, "serve [--listen HOST:PORT] [--auth keys|none] [--workers N]: the HTTP API and web page"},
+    {"chat", cmd_chat, "chat [--pack NAME] [--db FILE] [--conversation ID] [--json]: talk to keel"},
+    {"serve", cmd_serve, "serve [--listen HOST:PORT] [--db FILE] [--auth keys|none] [--workers N]: the HTTP API and web page"},
     {"keys", cmd_keys, "keys create --user U --role R | list | revoke ID: API keys for keel serve"},
     {"search", cmd_search, "search QUERY [--from Y --to Y --oa --limit N]: ask scholarly providers"},
     {"memory", cmd_memory, "memory add --task T --outcome O | search QUERY | decisions: long-term memory"},
@@ -34,8 +34,9 @@ static void usage(FILE *out)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "  %-8s %s\n", "version", "print the version");
     fprintf(out, "\nRun 'keel <command> --help' for a command's options.\n"
-                 "Environment: KEEL_NOW pins the clock (RFC 3339), KEEL_PACKS names the packs\n"
-                 "directory, KEEL_LOG_LEVEL sets the log threshold.\n");
+                 "Environment: KEEL_DB names the store (default keel.db; --db overrides it),\n"
+                 "KEEL_NOW pins the clock (RFC 3339), KEEL_PACKS names the packs directory,\n"
+                 "KEEL_LOG_LEVEL sets the log threshold.\n");
 }
 
 int main(int argc, char **argv)

@@ -413,8 +413,9 @@ int store_save_turn(struct store *store, const struct store_turn_record *rec,
 int store_metrics(struct store *store, json_t **out, struct keel_error *err);
 
 /* The turns of conversation `id`, oldest first, as a new JSON array of
- * {turn, ts, user, assistant, clarification}; KEEL_ENOTFOUND when there
- * is no such conversation. */
+ * {turn, ts, user, assistant, clarification, sources} (sources: what the
+ * answer cites by number, as stored); KEEL_ENOTFOUND when there is no
+ * such conversation. */
 int store_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err);
 
 /* The stored turn whose correlation id is `correlation_id`, as a new JSON

@@ -269,6 +269,19 @@ int mem_conv_metrics(const struct mem_conversations *conv, json_t **out, struct 
     return *out ? KEEL_OK : keel_error_set(err, KEEL_ENOMEM, "metrics", "out of memory");
 }
 
+/* Sets obj[key] to the JSON value of the stored text obj_in[key]. */
+static int parsed_into(json_t *obj, const char *key, const json_t *stored, struct keel_error *err)
+{
+    const char *text = json_string_value(json_object_get(stored, key));
+    json_t *value = NULL;
+
+    if (text && keel_json_parse(text, strlen(text), strlen(text) + 1, key, &value, err))
+        return err->code;
+    if (json_object_set_new(obj, key, value ? value : json_null()))
+        return keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory");
+    return KEEL_OK;
+}
+
 int mem_conv_list(const struct mem_conversations *conv, const char *id, json_t **out,
                   struct keel_error *err)
 {
@@ -285,25 +298,18 @@ int mem_conv_list(const struct mem_conversations *conv, const char *id, json_t *
                               json_object_get(turn, "user"), "assistant",
                               json_object_get(turn, "assistant"), "clarification",
                               json_object_get(turn, "clarification"));
-        if (!t || json_array_append_new(list, t)) {
+        int rc = t ? parsed_into(t, "sources", turn, err) : KEEL_OK;
+
+        if (!t || rc || json_array_append_new(list, t)) {
             json_decref(list);
+            if (rc) {
+                json_decref(t);
+                return rc;
+            }
             return keel_error_set(err, KEEL_ENOMEM, "conversation_id", "out of memory");
         }
     }
     *out = list;
-    return KEEL_OK;
-}
-
-/* Sets obj[key] to the JSON value of the stored text obj_in[key]. */
-static int parsed_into(json_t *obj, const char *key, const json_t *stored, struct keel_error *err)
-{
-    const char *text = json_string_value(json_object_get(stored, key));
-    json_t *value = NULL;
-
-    if (text && keel_json_parse(text, strlen(text), strlen(text) + 1, key, &value, err))
-        return err->code;
-    if (json_object_set_new(obj, key, value ? value : json_null()))
-        return keel_error_set(err, KEEL_ENOMEM, "correlation_id", "out of memory");
     return KEEL_OK;
 }
 

@@ -212,17 +212,6 @@ int sqlite_collect_rows(struct sqlite_store *st, sqlite3_stmt *stmt, json_t *con
     return rc;
 }
 
-static int add_turn(sqlite3_stmt *stmt, json_t *list)
-{
-    json_t *turn = json_pack("{s:i,s:I,s:s?,s:s?,s:b}", "turn", sqlite3_column_int(stmt, 0), "ts",
-                             (json_int_t)sqlite3_column_int64(stmt, 1), "user",
-                             (const char *)sqlite3_column_text(stmt, 3), "assistant",
-                             (const char *)sqlite3_column_text(stmt, 4), "clarification",
-                             sqlite3_column_int(stmt, 2));
-
-    return !turn || json_array_append_new(list, turn);
-}
-
 /* Parses JSON `text` (`len` bytes; NULL: JSON null) into `obj`[key];
  * KEEL_ENOMEM (a text that is not JSON is reported as KEEL_EIO). */
 static int set_parsed_text(json_t *obj, const char *key, const char *text, size_t len,
@@ -249,6 +238,24 @@ static int set_parsed(json_t *obj, const char *key, sqlite3_stmt *stmt, int col,
     const char *text = (const char *)sqlite3_column_text(stmt, col);
 
     return set_parsed_text(obj, key, text, text ? strlen(text) : 0, err);
+}
+
+/* One turn of ST_TURNS_LIST with the sources its answer cites by number
+ * (nonzero: out of memory or a stored text that is not JSON). */
+static int add_turn(sqlite3_stmt *stmt, json_t *list)
+{
+    json_t *turn = json_pack("{s:i,s:I,s:s?,s:s?,s:b}", "turn", sqlite3_column_int(stmt, 0), "ts",
+                             (json_int_t)sqlite3_column_int64(stmt, 1), "user",
+                             (const char *)sqlite3_column_text(stmt, 3), "assistant",
+                             (const char *)sqlite3_column_text(stmt, 4), "clarification",
+                             sqlite3_column_int(stmt, 2));
+    struct keel_error err;
+
+    if (!turn || set_parsed(turn, "sources", stmt, 5, &err)) {
+        json_decref(turn);
+        return 1;
+    }
+    return json_array_append_new(list, turn);
 }
 
 /* The turn's events (column `col`), their correlation ids put back when

@@ -432,7 +432,7 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
                       " (VALUES " METRIC_VALUES ") WHERE column1 IS NOT NULL"
                       " ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
     [ST_METRICS] = "SELECT name, value FROM metrics ORDER BY name",
-    [ST_TURNS_LIST] = "SELECT seq, created_at, clarification, user_text, assistant_text"
+    [ST_TURNS_LIST] = "SELECT seq, created_at, clarification, user_text, assistant_text, sources"
                       " FROM turns WHERE conversation_id = ?1 ORDER BY seq",
     [ST_TURN_GET] = "SELECT conversation_id, seq, created_at, clarification, user_text,"
                     " assistant_text, state_after, events, sources, decision, correlation_id,"

@@ -404,6 +404,10 @@ test_serve_keys_and_the_authorisation_matrix() {
     get "$link"
     expect_code 200
     expect_json '[.id, .turns]' "[\"$conv\",2]"
+    # the answer's [1] … come with their sources
+    expect_json '[.messages[] | .sources | type] | unique' '["array"]'
+    expect_json '(.messages[0].sources | length) > 0' 'true'
+    expect_json '.messages[0].sources[0].n' '1'
     get /v1/shared/shr_nothing
     expect_code 404
     auth_post "$token" /v1/chat '{"message": "hi"}'

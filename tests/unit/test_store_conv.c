@@ -82,7 +82,7 @@ static struct store_turn_record record_make(const char *id, int seq, struct reco
     rec.state_json = buf->state;
     rec.deltas_json = "[]";
     rec.events_json = "[{\"stage\":\"load\",\"kind\":\"start\"}]";
-    rec.sources_json = "[]";
+    rec.sources_json = seq == 1 ? "[]" : "[{\"n\":1,\"title\":\"Appeals\"}]";
     rec.intent = "general";
     rec.route = "llm_only";
     rec.tool = seq == 1 ? NULL : "rag_search";
@@ -336,6 +336,12 @@ START_TEST(test_conv_list_turns_has_both_messages)
         ck_assert_str_eq(json_string_value(json_object_get(t, "assistant")), assistant);
         ck_assert(json_is_boolean(json_object_get(t, "clarification")));
         ck_assert_int_eq(json_is_true(json_object_get(t, "clarification")), i == 0);
+        ck_assert(json_is_array(json_object_get(t, "sources")));
+        ck_assert_uint_eq(json_array_size(json_object_get(t, "sources")), i);
+        if (i == 1)
+            ck_assert_str_eq(json_string_value(json_object_get(
+                                 json_array_get(json_object_get(t, "sources"), 0), "title")),
+                             "Appeals");
     }
     json_decref(list);
 
