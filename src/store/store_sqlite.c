@@ -235,8 +235,9 @@ static int sqlite_read_begin(struct store *store, struct keel_error *err)
     return KEEL_OK;
 }
 
-/* Ends the snapshot; a connection that failed meanwhile (reset) is
- * replaced by the next operation, which rolls back whatever it held. */
+/* Ends the snapshot at once, even on a connection that failed meanwhile
+ * (which the next operation replaces): an idle connection must not keep
+ * its read mark, which would hold the WAL. */
 static void sqlite_read_end(struct store *store)
 {
     struct sqlite_store *st = (struct sqlite_store *)store;
@@ -244,9 +245,13 @@ static void sqlite_read_end(struct store *store)
     if (!st->reading)
         return;
     st->reading = 0;
-    if (st->db && !st->reset && !sqlite3_get_autocommit(st->db)) {
-        sqlite3_step(st->stmt[ST_COMMIT]);
+    if (st->db && !sqlite3_get_autocommit(st->db)) {
+        int rc = sqlite3_step(st->stmt[ST_COMMIT]);
         sqlite3_reset(st->stmt[ST_COMMIT]);
+        if (rc != SQLITE_DONE && !sqlite3_get_autocommit(st->db)) {
+            sqlite3_step(st->stmt[ST_ROLLBACK]);
+            sqlite3_reset(st->stmt[ST_ROLLBACK]);
+        }
     }
 }
 
