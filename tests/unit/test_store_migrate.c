@@ -142,9 +142,10 @@ START_TEST(test_migrate_12_to_13_keeps_turns)
                 "\"state\":{\"stage\":\"claim\"},\"ts\":2000,\"turn\":2,\"user\":\"claim 7\"}");
     assert_turn(store, "turn_b1", turn_b1);
     ck_assert_int_eq(store_list_turns(store, "conv_a", &list, &err), KEEL_OK);
-    assert_json(list, "[{\"assistant\":\"which claim?\",\"clarification\":true,\"ts\":1000,"
-                      "\"turn\":1,\"user\":\"hello\"},{\"assistant\":\"found it\","
-                      "\"clarification\":false,\"ts\":2000,\"turn\":2,\"user\":\"claim 7\"}]");
+    assert_json(list, "[{\"assistant\":\"which claim?\",\"clarification\":true,"
+                      "\"sources\":[],\"ts\":1000,\"turn\":1,\"user\":\"hello\"},"
+                      "{\"assistant\":\"found it\",\"clarification\":false,"
+                      "\"sources\":[{\"id\":\"d1\"}],\"ts\":2000,\"turn\":2,\"user\":\"claim 7\"}]");
     json_decref(list);
     ck_assert_int_eq(store_metrics(store, &list, &err), KEEL_OK);
     assert_json(list, "{\"clarifications\":1,\"turns\":3}");
