@@ -212,6 +212,7 @@ void sqlite_tx_rollback(struct sqlite_store *st)
         sqlite3_step(st->stmt[ST_ROLLBACK]);
         sqlite3_reset(st->stmt[ST_ROLLBACK]);
     }
+    st->reading = 0;   /* a read snapshot open here ended with it */
     sqlite_write_unlock(st);
 }
 

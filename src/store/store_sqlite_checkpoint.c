@@ -28,6 +28,7 @@
  */
 #include <pthread.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/log.h"
@@ -46,6 +47,7 @@
 #define BACKSTOP_PAGES   (8 * CHECKPOINT_PAGES)
 #define CATCH_UP_FRAMES  16          /* few enough to copy under the lock */
 #define MAX_PASSES       4
+#define RESTART_WAIT_STEPS 50        /* of 100 µs: the locked pass waits 5 ms at most */
 
 struct sqlite_checkpointer {
     pthread_t thread;
@@ -84,6 +86,18 @@ static void sync_files(sqlite3 *db)
         (void)file->pMethods->xSync(file, SQLITE_SYNC_NORMAL);
 }
 
+/* The checkpoint connection's busy handler, used by the locked RESTART
+ * pass only (PASSIVE never waits): 100 µs steps, 5 ms at most, while the
+ * process's writers wait on the write lock. */
+static int restart_wait(void *arg, int tries)
+{
+    (void)arg;
+    if (tries >= RESTART_WAIT_STEPS)
+        return 0;
+    usleep(100);
+    return 1;
+}
+
 static void checkpoint_once(struct sqlite_checkpointer *c)
 {
     int rc;
@@ -91,6 +105,8 @@ static void checkpoint_once(struct sqlite_checkpointer *c)
     if (!c->db) {
         rc = sqlite3_open_v2(c->path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                              sqlite_vfs_name());
+        if (rc == SQLITE_OK)
+            sqlite3_busy_handler(c->db, restart_wait, NULL);
         /* A connection learns that the file is in WAL mode on its first
          * read; until then a checkpoint does nothing. */
         if (rc == SQLITE_OK)
@@ -102,19 +118,25 @@ static void checkpoint_once(struct sqlite_checkpointer *c)
     }
     /* Copy what the WAL holds beside the turns. Once the WAL is long,
      * catch up: sync, copy what was committed meanwhile, and again while
-     * many frames wait, then the last few frames under the write lock,
-     * so the next writer finds the WAL fully copied and starts it over. */
+     * many frames wait, then the last few frames under the write lock, in
+     * RESTART mode: it also waits (restart_wait) for the readers of older
+     * snapshots, whose read marks would keep the next writer from
+     * starting the WAL over. A turn's read snapshot ends before its
+     * publish waits for that lock, so they end within a turn. A frame a
+     * reader still needs (copied < log) is left to the locked pass. */
     for (int pass = 0, copied_to = 0;; pass++) {
         int behind = __atomic_load_n(&c->last_pages, __ATOMIC_RELAXED) - copied_to;
         int locked = pass > 0 && (behind < CATCH_UP_FRAMES || pass == MAX_PASSES);
-        int log = 0, copied = 0, stripe = -1;
+        int log = 0, copied = 0, stripe;
 
-        if (locked)
+        if (locked) {
             stripe = sqlite_write_lock_path(c->path);
-        rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
-        if (locked)
+            rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &copied);
             sqlite_write_unlock_stripe(stripe);
-        if (rc != SQLITE_OK || locked || copied < log || log < RESTART_PAGES)
+            break;
+        }
+        rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+        if (rc != SQLITE_OK || log < RESTART_PAGES)
             break;
         sync_files(c->db);
         copied_to = copied;

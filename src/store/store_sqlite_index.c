@@ -363,8 +363,11 @@ static int search_begin(struct sqlite_store *st, int papers, int *ready, struct 
 
     *ready = 0;
     /* In a read snapshot (store_read_begin) the generation and the rows
-     * are read in one transaction already. Inside a write transaction,
+     * are read in one transaction already, unless an error (out of
+     * memory in a step) rolled it back. Inside a write transaction,
      * whose rows may not be committed, leave it to FTS5. */
+    if (st->reading && sqlite3_get_autocommit(st->db))
+        st->reading = 0;
     if (!st->reading) {
         if (!sqlite3_get_autocommit(st->db))
             return KEEL_OK;
