@@ -391,8 +391,9 @@ int store_counts(struct store *store, struct store_counts *out, struct keel_erro
  * transaction (and its locks) each. A write ends the snapshot first, so
  * reads after it see the write. Hold it across local work only: with
  * SQLite, a snapshot held through a slow call (a model, a remote provider)
- * keeps the WAL from starting over. Nested begins are no-ops; ending
- * without one is a no-op; a backend without transactions ignores both. */
+ * keeps the WAL from starting over. A begin while one is open is a
+ * no-op and the first end ends it (they are not counted); ending without
+ * one is a no-op; a backend without transactions ignores both. */
 int store_read_begin(struct store *store, struct keel_error *err);
 void store_read_end(struct store *store);
 
