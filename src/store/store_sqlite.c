@@ -224,8 +224,9 @@ static int sqlite_read_begin(struct store *store, struct keel_error *err)
     struct sqlite_store *st = (struct sqlite_store *)store;
     int rc;
 
-    if (st->reading)
+    if (sqlite_in_snapshot(st))
         return KEEL_OK;
+    st->reading = 0;
     if ((rc = sqlite_connection_ready(st, err)))
         return rc;
     if (!sqlite3_get_autocommit(st->db))

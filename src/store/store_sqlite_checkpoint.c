@@ -19,8 +19,9 @@
  * CHECKPOINT_PAGES, and once it holds RESTART_PAGES the thread catches
  * up: it syncs the files and copies what was committed meanwhile (up to
  * MAX_PASSES times while many frames wait), then copies the last few
- * under the file's in-process write lock (store_sqlite_writelock.c), so
- * the next writer finds the WAL fully copied and starts it over. That
+ * under the file's in-process write lock (store_sqlite_writelock.c), in
+ * RESTART mode, which also waits briefly for readers of older snapshots,
+ * so the next writer finds the WAL fully copied and starts it over. That
  * holds writers for a few ms once in some 1,300 turns. Should the thread
  * fall far behind (a reader pins the WAL, the thread cannot open the
  * file), the commit path checkpoints itself once the WAL holds

@@ -366,9 +366,7 @@ static int search_begin(struct sqlite_store *st, int papers, int *ready, struct 
      * are read in one transaction already, unless an error (out of
      * memory in a step) rolled it back. Inside a write transaction,
      * whose rows may not be committed, leave it to FTS5. */
-    if (st->reading && sqlite3_get_autocommit(st->db))
-        st->reading = 0;
-    if (!st->reading) {
+    if (!sqlite_in_snapshot(st)) {
         if (!sqlite3_get_autocommit(st->db))
             return KEEL_OK;
         if ((rc = stmt_run(st, ix->stmt[IX_BEGIN], "search", err)))

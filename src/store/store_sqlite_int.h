@@ -165,6 +165,13 @@ int sqlite_connection_ready(struct sqlite_store *st, struct keel_error *err);
  * commits on its own and is not held in the snapshot's transaction. */
 int sqlite_write_ready(struct sqlite_store *st, struct keel_error *err);
 
+/* Nonzero while a read snapshot (store_read_begin) still holds its
+ * transaction: an error that made SQLite roll it back ended it too. */
+static inline int sqlite_in_snapshot(const struct sqlite_store *st)
+{
+    return st->reading && st->db && !sqlite3_get_autocommit(st->db);
+}
+
 /* Nonzero when KEEL_DB_SYNC=full asks for synchronous=FULL (survives
  * power loss) instead of NORMAL (survives a process crash). */
 int sqlite_sync_full(void);
