@@ -97,7 +97,7 @@ int bench_store(void)
         goto out;
     bench_report("store.put_paper", puts, N_PAPERS, "\"backend\": \"sqlite\", \"synchronous\": \"NORMAL\"");
     for (int i = 0; i < N_QUERIES; i++) {
-        struct paper_query q = {NULL, 0, 0, 0, 10, STORE_MATCH_ANY};
+        struct paper_query q = {NULL, 0, 0, 0, 10, STORE_MATCH_ANY, NULL, NULL, 0};
         struct paper_hits hits;
         uint64_t t0;
         bench_sentence(&query, 2);

@@ -292,22 +292,32 @@ static int relevant(const struct tool_env *env, const struct tool_words *query,
     return tools_coverage_of(query, text) >= env->cfg->abstain_below;
 }
 
-/* Adds the relevant papers of `hits` not already in `papers`, up to
- * `count`. Returns nonzero when out of memory. */
-static int add_papers(const struct tool_env *env, const struct tool_words *query,
-                      const struct paper_hits *hits, int count, json_t *papers)
-{
-    for (size_t i = 0; i < hits->n && (int)json_array_size(papers) < count; i++) {
-        const struct store_paper *p = &hits->items[i].paper;
-        int seen = 0;
+/* What the search's accept callback needs to pick a paper. */
+struct paper_pick {
+    const struct tool_env *env;
+    const struct tool_words *query;
+    const json_t *papers;     /* those an earlier pass found */
+};
 
-        for (size_t k = 0; k < json_array_size(papers) && !seen; k++)
-            seen = !strcmp(json_string_value(json_object_get(json_array_get(papers, k), "id")),
-                           p->id);
-        if (!seen && relevant(env, query, p) &&
-            json_array_append_new(papers, paper_json(p, hits->items[i].score)))
+/* The store's accept callback: a relevant paper not found already. */
+static int pick_paper(void *ctx, const struct store_paper *p)
+{
+    const struct paper_pick *pick = ctx;
+
+    for (size_t k = 0; k < json_array_size(pick->papers); k++)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(pick->papers, k), "id")),
+                    p->id))
+            return 0;
+    return relevant(pick->env, pick->query, p);
+}
+
+/* Adds the papers of `hits` (picked by pick_paper), up to `count`.
+ * Returns nonzero when out of memory. */
+static int add_papers(const struct paper_hits *hits, int count, json_t *papers)
+{
+    for (size_t i = 0; i < hits->n && (int)json_array_size(papers) < count; i++)
+        if (json_array_append_new(papers, paper_json(&hits->items[i].paper, hits->items[i].score)))
             return KEEL_ENOMEM;
-    }
     return KEEL_OK;
 }
 
@@ -431,6 +441,7 @@ static int run_search_papers(const struct tool_env *env, const json_t *args, jso
     };
     json_t *papers = json_array();
     struct tool_words words_q;
+    struct paper_pick pick = {env, &words_q, papers};
     int rc = KEEL_OK, count = q.limit;
 
     *result = NULL;
@@ -438,13 +449,18 @@ static int run_search_papers(const struct tool_env *env, const json_t *args, jso
         rc = keel_error_set(err, KEEL_EINVAL, "args.year_from", "must not be after year_to");
     content_query(env->cfg, query, words, sizeof(words));
     tools_words_init(&words_q, env->cfg, query);
-    q.limit = count * 3 < STORE_LIMIT_MAX ? count * 3 : STORE_LIMIT_MAX;   /* room for the floor */
+    /* Three times `count` ranked, for the ones under the relevance floor;
+     * the store reads rows only until `count` are picked. */
+    q.limit = count * 3 < STORE_LIMIT_MAX ? count * 3 : STORE_LIMIT_MAX;
+    q.accept = pick_paper;
+    q.accept_ctx = &pick;
     for (int pass = 0; !rc && pass < 2 && papers && (int)json_array_size(papers) < count; pass++) {
         struct paper_hits hits = {0};
 
         q.match = pass ? STORE_MATCH_ANY : STORE_MATCH_ALL;
+        q.want = count - (int)json_array_size(papers);
         if (!(rc = store_search_papers(env->store, &q, &hits, err)) &&
-            add_papers(env, &words_q, &hits, count, papers))
+            add_papers(&hits, count, papers))
             rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
         paper_hits_release(&hits);
     }

@@ -80,6 +80,8 @@ int store_search_papers(struct store *store, const struct paper_query *query,
     out->n = 0;
     if (query->limit < 1 || query->limit > STORE_LIMIT_MAX)
         return keel_error_set(err, KEEL_EINVAL, "limit", "must be 1..%d", STORE_LIMIT_MAX);
+    if (query->want < 0)
+        return keel_error_set(err, KEEL_EINVAL, "want", "must not be negative");
     if (query->year_from && query->year_to && query->year_from > query->year_to)
         return keel_error_set(err, KEEL_EINVAL, "year_from", "is after year_to");
     if (!query->text)
@@ -87,6 +89,16 @@ int store_search_papers(struct store *store, const struct paper_query *query,
     if (strlen(query->text) > STORE_TEXT_MAX)
         return keel_error_set(err, KEEL_ETOOBIG, "query", "is longer than %u bytes", STORE_TEXT_MAX);
     return store->ops->search_papers(store, query, out, err);
+}
+
+int paper_query_accepts(const struct paper_query *query, const struct store_paper *paper)
+{
+    return !query->accept || query->accept(query->accept_ctx, paper);
+}
+
+int paper_query_full(const struct paper_query *query, size_t n)
+{
+    return query->want > 0 && n >= (size_t)query->want;
 }
 
 int store_put_document(struct store *store, const struct store_document *doc,

@@ -81,7 +81,23 @@ struct paper_query {
     int open_access_only;
     int limit;             /* 1..STORE_LIMIT_MAX */
     enum store_match match;   /* STORE_MATCH_ANY (zero) or STORE_MATCH_ALL */
+    /* Optional, for a caller that keeps only some hits: the `limit` best
+     * rows are ranked as without it, then offered in rank order to
+     * accept(accept_ctx, paper); a row it refuses (0) is left out, and
+     * no row is read after the `want`th accepted one (want 0: no such
+     * stop). A backend that reads rows one by one so reads fewer. */
+    int (*accept)(void *ctx, const struct store_paper *paper);
+    void *accept_ctx;
+    int want;
 };
+
+/* Whether `query` keeps `paper` (no accept callback: every row); for the
+ * backends. */
+int paper_query_accepts(const struct paper_query *query, const struct store_paper *paper);
+
+/* Whether a search of `query` that has accepted `n` rows reads no more;
+ * for the backends. */
+int paper_query_full(const struct paper_query *query, size_t n);
 
 struct paper_hit {
     struct store_paper paper;

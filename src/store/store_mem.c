@@ -486,15 +486,17 @@ static int mem_search_papers(struct store *store, const struct paper_query *quer
     }
     bm25_rank(&rank);
     n = hit_count(&rank, query->limit);
-    if (n) {
-        if (!(hits.items = keel_calloc(n, sizeof(*hits.items))))
-            goto out;
-        hits.n = n;  /* zeroed items release cleanly if a copy fails */
-        for (size_t k = 0; k < n; k++) {
-            if (store_paper_copy(&hits.items[k].paper, &mem->papers[rank.items[k].row].paper))
-                goto out;
-            hits.items[k].score = rank.items[k].score;
-        }
+    if (n && !(hits.items = keel_calloc(n, sizeof(*hits.items))))
+        goto out;
+    for (size_t k = 0; k < n && !paper_query_full(query, hits.n); k++) {
+        struct paper_hit *hit = &hits.items[hits.n];
+        if (store_paper_copy(&hit->paper, &mem->papers[rank.items[k].row].paper))
+            goto out;   /* a failed copy releases itself */
+        hit->score = rank.items[k].score;
+        if (paper_query_accepts(query, &hit->paper))
+            hits.n++;
+        else
+            store_paper_release(&hit->paper);
     }
     *out = hits;
     hits.items = NULL;

@@ -833,20 +833,34 @@ out:
     return rc;
 }
 
+/* The hit list of a paper search and the query whose accept callback
+ * picks its rows. */
+struct paper_search {
+    const struct paper_query *query;
+    struct paper_hits hits;
+};
+
 static int add_paper_row(struct sqlite_store *st, sqlite3_stmt *stmt, void *opaque, size_t *cap,
                          int limit, struct keel_error *err)
 {
-    struct paper_hits *hits = opaque;
-    struct paper_hit *grown = hits_grow(hits->items, hits->n, cap, sizeof(*hits->items),
-                                        (size_t)clamp_limit(limit));
+    struct paper_search *search = opaque;
+    struct paper_hits *hits = &search->hits;
+    struct paper_hit *grown;
     int rc;
 
+    if (paper_query_full(search->query, hits->n))
+        return KEEL_OK;   /* the caller has all it wants: the rest are not read */
+    grown = hits_grow(hits->items, hits->n, cap, sizeof(*hits->items), (size_t)clamp_limit(limit));
     if (!grown)
         return keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
     hits->items = grown;
     if ((rc = sqlite_paper_from_row(st, stmt, &hits->items[hits->n].paper, err)))
         return rc;
-    hits->items[hits->n++].score = sqlite3_column_double(stmt, 11);
+    hits->items[hits->n].score = sqlite3_column_double(stmt, 11);
+    if (paper_query_accepts(search->query, &hits->items[hits->n].paper))
+        hits->n++;
+    else
+        store_paper_release(&hits->items[hits->n].paper);
     return KEEL_OK;
 }
 
@@ -855,7 +869,7 @@ static int sqlite_search_papers(struct store *store, const struct paper_query *q
 {
     static const struct search_run run = {ST_PAPER_SEARCH, "search_papers", bind_paper_filters,
                                           add_paper_row};
-    struct paper_hits hits = {NULL, 0};
+    struct paper_search search = {query, {NULL, 0}};
     int served, rc;
 
     if ((rc = sqlite_connection_ready((struct sqlite_store *)store, err)) ||
@@ -863,14 +877,14 @@ static int sqlite_search_papers(struct store *store, const struct paper_query *q
         served)
         return rc;
     rc = run_search((struct sqlite_store *)store, &run, query->text, query->match, query,
-                    query->limit, &hits, err);
+                    query->limit, &search, err);
     out->items = NULL;
     out->n = 0;
     if (rc) {
-        paper_hits_release(&hits);
+        paper_hits_release(&search.hits);
         return rc;
     }
-    *out = hits;
+    *out = search.hits;
     return KEEL_OK;
 }
 

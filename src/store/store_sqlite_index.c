@@ -479,13 +479,18 @@ int sqlite_index_search_papers(struct sqlite_store *st, const struct paper_query
         rc = keel_error_set(err, KEEL_ENOMEM, "search_papers", "out of memory");
         goto out;
     }
+    /* Rows are read one at a time, so a caller's accept callback spares
+     * reading the rows after its last wanted one (often most of them). */
     stmt = ix->stmt[IX_PAPER_ROW];
-    for (size_t i = 0; i < n && !rc; i++) {
+    for (size_t i = 0; i < n && !rc && !paper_query_full(query, out->n); i++) {
+        struct paper_hit *hit = &out->items[out->n];
         int step = hit_row(ix, stmt, &ix->data->papers, i);
-        if (step == SQLITE_ROW && !(rc = sqlite_paper_from_row(st, stmt, &out->items[i].paper,
-                                                               err))) {
-            out->items[i].score = ix->hits[i].score;
-            out->n++;
+        if (step == SQLITE_ROW && !(rc = sqlite_paper_from_row(st, stmt, &hit->paper, err))) {
+            hit->score = ix->hits[i].score;
+            if (paper_query_accepts(query, &hit->paper))
+                out->n++;
+            else
+                store_paper_release(&hit->paper);
         } else if (!rc) {
             rc = sqlite_fail(st, step == SQLITE_DONE ? SQLITE_CORRUPT : step, "search_papers", err);
         }

@@ -11,8 +11,9 @@
  * TCase "bm25_store": the SQLite store with the index against the same
  * file with KEEL_SEARCH_INDEX=off (FTS5's statements): a generated
  * library and corpus with accents, mixed case and punctuation, and a few
- * hundred queries (both match modes, filters, limits, prefixes, repeats,
- * words FTS5 splits), compared hit by hit — same rows, same order, scores
+ * hundred queries (both match modes, filters, limits, an accept callback
+ * with a wanted count, prefixes, repeats, words FTS5 splits), compared
+ * hit by hit — same rows, same order, scores
  * equal bit for bit. Then the index following writes made through another
  * connection (added, updated, removed rows), and a search under injected
  * allocation failures either failing cleanly or answering exactly.
@@ -463,6 +464,38 @@ static void random_query(char *out, size_t n)
     }
 }
 
+/* An accept callback: papers whose id's number is even. */
+static int even_id(void *ctx, const struct store_paper *paper)
+{
+    (void)ctx;
+    return atoi(paper->id + 1) % 2 == 0;
+}
+
+/* With an accept callback, `hits` are the accepted rows of the same
+ * search without it, in order, `want` at most. */
+static void assert_accepted_of(struct store *store, const struct paper_query *q,
+                               const struct paper_hits *hits)
+{
+    struct paper_query all = *q;
+    struct paper_hits full;
+    struct keel_error err;
+    size_t k = 0;
+
+    all.accept = NULL;
+    all.want = 0;
+    ck_assert_int_eq(store_search_papers(store, &all, &full, &err), KEEL_OK);
+    for (size_t i = 0; i < full.n && !(q->want && k == (size_t)q->want); i++) {
+        if (!q->accept(q->accept_ctx, &full.items[i].paper))
+            continue;
+        ck_assert_msg(k < hits->n, "\"%s\": accepted hit %zu missing", q->text, k);
+        ck_assert_str_eq(hits->items[k].paper.id, full.items[i].paper.id);
+        ck_assert(hits->items[k].score == full.items[i].score);
+        k++;
+    }
+    ck_assert_uint_eq(hits->n, k);
+    paper_hits_release(&full);
+}
+
 static void compare_papers(struct store *a, struct store *b, const struct paper_query *q)
 {
     struct paper_hits ha, hb;
@@ -481,6 +514,8 @@ static void compare_papers(struct store *a, struct store *b, const struct paper_
         ck_assert_str_eq(ha.items[i].paper.title, hb.items[i].paper.title);
         ck_assert_int_eq(ha.items[i].paper.year, hb.items[i].paper.year);
     }
+    if (q->accept)
+        assert_accepted_of(a, q, &ha);
     paper_hits_release(&ha);
     paper_hits_release(&hb);
 }
@@ -518,7 +553,7 @@ static void compare_many(struct store *a, struct store *b, int queries)
 {
     for (int i = 0; i < queries; i++) {
         char text[512];
-        struct paper_query q = {text, 0, 0, 0, 1 + (int)(rng() % 30), STORE_MATCH_ANY};
+        struct paper_query q = {text, 0, 0, 0, 1 + (int)(rng() % 30), STORE_MATCH_ANY, NULL, NULL, 0};
         random_query(text, sizeof(text));
         q.match = rng() % 2 ? STORE_MATCH_ALL : STORE_MATCH_ANY;
         if (rng() % 3 == 0)
@@ -526,6 +561,10 @@ static void compare_many(struct store *a, struct store *b, int queries)
         if (rng() % 3 == 0)
             q.year_to = 2015 + (int)(rng() % 10);
         q.open_access_only = rng() % 4 == 0;
+        if (rng() % 3 == 0) {
+            q.accept = even_id;
+            q.want = (int)(rng() % 4);
+        }
         compare_papers(a, b, &q);
         compare_chunks(a, b, text, (int)(rng() % 2), 1 + (int)(rng() % 20));
     }
@@ -559,7 +598,7 @@ START_TEST(test_index_follows_other_connections)
     struct store_paper p = {0};
     struct store_chunk chunk = {"Section", "a zebra crossing"};
     struct store_document doc = {"docs/zebra.md", "Zebras", "docs/zebra.md", NULL};
-    struct paper_query q = {"zebra", 0, 0, 0, 10, STORE_MATCH_ANY};
+    struct paper_query q = {"zebra", 0, 0, 0, 10, STORE_MATCH_ANY, NULL, NULL, 0};
     struct paper_hits hits;
     struct chunk_hits chunks;
     struct keel_error err;
@@ -609,7 +648,7 @@ START_TEST(test_index_allocation_failures)
 {
     char path[160];
     struct store *a, *b;
-    struct paper_query q = {"graph network", 0, 0, 0, 10, STORE_MATCH_ANY};
+    struct paper_query q = {"graph network", 0, 0, 0, 10, STORE_MATCH_ANY, NULL, NULL, 0};
     struct paper_hits expect;
     struct keel_error err;
 
@@ -669,7 +708,7 @@ static void *search_loop(void *arg)
         return NULL;
     }
     for (int i = 0; i < 300; i++) {
-        struct paper_query q = {NULL, 0, 0, 0, 20, STORE_MATCH_ANY};
+        struct paper_query q = {NULL, 0, 0, 0, 20, STORE_MATCH_ANY, NULL, NULL, 0};
         struct paper_hits hits;
         s->seed = s->seed * 1103515245u + 12345u;   /* rng() is the writer's */
         q.text = vocabulary[(s->seed >> 8) % N_VOCAB];
@@ -724,7 +763,7 @@ START_TEST(test_index_not_shared_with_a_new_file_at_the_path)
     char path[160], side[200];
     struct store *old, *fresh;
     struct store_paper p = {0};
-    struct paper_query q = {"pelican", 0, 0, 0, 10, STORE_MATCH_ANY};
+    struct paper_query q = {"pelican", 0, 0, 0, 10, STORE_MATCH_ANY, NULL, NULL, 0};
     struct paper_hits hits;
     struct keel_error err;
 
@@ -761,7 +800,7 @@ START_TEST(test_index_not_shared_between_memory_databases)
     struct store *first = open_store("sqlite::memory:", 1),
                  *second = open_store("sqlite::memory:", 1);
     struct store_paper p = {0};
-    struct paper_query q = {"zebra", 0, 0, 0, 10, STORE_MATCH_ANY};
+    struct paper_query q = {"zebra", 0, 0, 0, 10, STORE_MATCH_ANY, NULL, NULL, 0};
     struct paper_hits hits;
     struct keel_error err;
 

@@ -126,7 +126,7 @@ static enum store_outcome put_document(struct store *store, const char *id, cons
 static void search(struct store *store, const char *text, int year_from, int year_to,
                    int open_access_only, int limit, struct paper_hits *hits)
 {
-    struct paper_query query = {text, year_from, year_to, open_access_only, limit, STORE_MATCH_ANY};
+    struct paper_query query = {text, year_from, year_to, open_access_only, limit, STORE_MATCH_ANY, NULL, NULL, 0};
     struct keel_error err;
     int rc;
 
@@ -613,7 +613,7 @@ START_TEST(test_argument_errors)
     struct store_paper paper = paper_make("p1", NULL, NULL, 2020, 0);
     struct store_document doc = {"d1", "Doc", NULL, NULL};
     struct store_chunk bad_chunk[] = {{"ok", "fine"}, {"missing", NULL}};
-    struct paper_query query = {"anything", 0, 0, 0, 10, STORE_MATCH_ANY};
+    struct paper_query query = {"anything", 0, 0, 0, 10, STORE_MATCH_ANY, NULL, NULL, 0};
     enum store_outcome outcome = STORE_UNCHANGED;
     struct paper_hits hits;
     struct chunk_hits chunks;
@@ -733,7 +733,7 @@ enum fault_op { FAULT_PUT_PAPER, FAULT_PUT_DOCUMENT, FAULT_SEARCH_PAPERS, FAULT_
 static int fault_run(struct store *store, enum fault_op op, long n, int sticky)
 {
     struct store_paper v2 = paper_version(2);
-    struct paper_query query = {"first second edition", 0, 0, 0, 10, STORE_MATCH_ANY};
+    struct paper_query query = {"first second edition", 0, 0, 0, 10, STORE_MATCH_ANY, NULL, NULL, 0};
     enum store_outcome outcome = (enum store_outcome)-1;
     struct paper_hits hits = {NULL, 0};
     struct chunk_hits chunks = {NULL, 0};
@@ -795,6 +795,64 @@ static int fault_run(struct store *store, enum fault_op op, long n, int sticky)
 /* For each operation: fail every allocation from the nth on, n = 0, 1, …
  * until the operation succeeds (that n is how many allocations it needs),
  * then fail each one of those alone. */
+/* An accept callback that keeps papers of odd years and counts the rows
+ * it was offered. */
+struct odd_years {
+    int offered;
+};
+
+static int accept_odd_year(void *ctx, const struct store_paper *paper)
+{
+    ((struct odd_years *)ctx)->offered++;
+    return paper->year % 2 == 1;
+}
+
+/* Searches "sparse" (limit 6) keeping odd years, `want` at most; checks
+ * the ids and how many rows the callback was offered. */
+static void assert_accepted(struct store *store, int want, const char *expected, int offered)
+{
+    struct odd_years seen = {0};
+    struct paper_query query = {"sparse", 0, 0, 0, 6, STORE_MATCH_ANY, accept_odd_year, &seen, want};
+    struct paper_hits hits;
+    struct keel_error err;
+    char ids[512];
+
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_search_papers(store, &query, &hits, &err), KEEL_OK);
+    ck_assert_str_eq(hit_ids(&hits, ids, sizeof(ids)), expected);
+    ck_assert_int_eq(seen.offered, offered);
+    for (size_t i = 1; i < hits.n; i++)
+        ck_assert(hits.items[i - 1].score >= hits.items[i].score);
+    paper_hits_release(&hits);
+}
+
+START_TEST(test_paper_accept_and_want)
+{
+    struct store *store = store_fresh();
+    struct paper_query bad = {"sparse", 0, 0, 0, 6, STORE_MATCH_ANY, NULL, NULL, -1};
+    struct paper_hits hits;
+    struct keel_error err;
+    char id[32];
+
+    put_filler(store, 6);
+    for (int year = 2010; year <= 2016; year++) {
+        struct store_paper paper = paper_make(id, "Sparse coding", NULL, year, 0);
+        snprintf(id, sizeof(id), "y%d", year);
+        ck_assert_int_eq(put_paper(store, &paper), STORE_ADDED);
+    }
+    /* Equal scores rank by id: y2010 … y2015 are the 6 ranked rows. */
+    assert_accepted(store, 0, "y2011,y2013,y2015", 6);
+    /* Rows are offered in rank order and none after the wanted ones. */
+    assert_accepted(store, 2, "y2011,y2013", 4);
+    assert_accepted(store, 1, "y2011", 2);
+    assert_accepted(store, 9, "y2011,y2013,y2015", 6);
+    /* Accepting does not widen the ranking: y2016, the 7th, is never offered. */
+    assert_search_ids(store, "sparse", 0, 0, 0, 6, "y2010,y2011,y2012,y2013,y2014,y2015");
+    assert_error(store_search_papers(store, &bad, &hits, &err), &err, KEEL_EINVAL, "want");
+    store_close(store);
+}
+END_TEST
+
 START_TEST(test_failed_operations_change_nothing)
 {
     struct store *store = store_fresh();
@@ -1081,6 +1139,7 @@ static void add_contract_tests(TCase *tc)
     tcase_add_test(tc, test_paper_ranking_title_beats_abstract);
     tcase_add_test(tc, test_paper_filters);
     tcase_add_test(tc, test_paper_limit_and_ties);
+    tcase_add_test(tc, test_paper_accept_and_want);
     tcase_add_test(tc, test_queries_without_words);
     tcase_add_test(tc, test_document_outcomes);
     tcase_add_test(tc, test_chunk_search);
