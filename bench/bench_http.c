@@ -21,7 +21,8 @@
  * Each prints {"bench", "req_per_s", "p50_ms", "p99_ms", "n", …} or
  * {"bench", "streams", "rss_kb_per_stream", …}. The server is
  * build/keel beside this binary, on a fresh SQLite file, --auth none.
- * BENCH_VARIANT=healthz, chat_wait or sse_streams runs one of them.
+ * BENCH_VARIANT=healthz, chat_wait or sse_streams runs one of them;
+ * BENCH_WORKERS=N runs the first two with `--workers N` (default 2).
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -227,9 +228,10 @@ static int load(const char *name, int port, const char *path, int chat)
         bench_sort(samples, n);
         printf("{\"bench\": \"%s\", \"req_per_s\": %.0f, \"p50_ms\": %.3f, \"p99_ms\": %.3f, "
                "\"n\": %zu, \"errors\": %zu, \"in_flight\": %d, \"note\": \"loopback, keel serve "
-               "with 2 workers, SQLite, keep-alive connections\"}\n",
+               "with %s workers, SQLite, keep-alive connections\"}\n",
                name, (double)n / wall, n ? (double)samples[n / 2] / 1e6 : 0.0,
-               n ? (double)samples[n * 99 / 100] / 1e6 : 0.0, n, errors, INFLIGHT);
+               n ? (double)samples[n * 99 / 100] / 1e6 : 0.0, n, errors, INFLIGHT,
+               getenv("BENCH_WORKERS") ? getenv("BENCH_WORKERS") : "2");
         fflush(stdout);
     }
     for (int i = 0; i < INFLIGHT; i++)
@@ -448,7 +450,9 @@ int bench_http(void)
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (wanted("http.healthz") || wanted("http.chat_wait")) {
-        if (start_server(&s, NULL, NULL)) {
+        const char *workers = getenv("BENCH_WORKERS");
+        const char *extra[] = {"--workers", workers, NULL};
+        if (start_server(&s, workers ? extra : NULL, NULL)) {
             fprintf(stderr, "keel-bench: http: keel serve did not start\n");
             stop_server(&s);
             return 1;

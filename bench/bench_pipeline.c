@@ -36,10 +36,12 @@
  * BENCH_TURNS=N caps the timed turns (for a profiler).
  *
  * pipeline.turn_parallel runs the NORMAL turns on a thread per processor,
- * each with a store connection and pipelines of its own, as `keel
- * serve`'s workers have: turns_per_s is of all threads together, the
- * percentiles of all their turns, and "threads" in the line says how
- * many. BENCH_THREADS=N (1 to 8) sets the threads of every variant.
+ * each with pipelines of its own and all with one store shared by the
+ * threads (store_share_threads), as `keel serve`'s workers have:
+ * turns_per_s is of all threads together, the percentiles of all their
+ * turns, and "threads" in the line says how many. BENCH_THREADS=N (1 to
+ * 8) sets the threads of every variant; BENCH_SHARED_STORE=0 gives each
+ * thread a store (a connection) of its own instead, for a side-by-side.
  *
  * BENCH_COALESCE=0 opens the stores with SQLite's own VFS instead of
  * keel's (store_sqlite_vfs.c, which writes a commit's WAL frames as one
@@ -507,6 +509,7 @@ struct worker {
     pthread_t thread;
     int index;
     const char *path;
+    struct store *shared;           /* the store of every thread (NULL: its own) */
     struct run r;
     struct stage_clock stages;
     int want_stages;
@@ -528,7 +531,9 @@ static void *worker_main(void *arg)
     int ok = 0;
 
     snprintf(packs, sizeof(packs), "%s/packs", bench_root());
-    if (!store_open(w->path, &store, &err)) {
+    if (w->shared)
+        store = w->shared;
+    if (store || !store_open(w->path, &store, &err)) {
         const char *cache = getenv("BENCH_STATE_CACHE"), *list = getenv("BENCH_EVENTS_LIST");
         int no_cache = cache && !strcmp(cache, "0");
         w->r.events_list = list && !strcmp(list, "1");
@@ -566,7 +571,8 @@ static void *worker_main(void *arg)
     w->rc = !ok;
     pipeline_free(w->r.pl[SCHOLAR]);
     pipeline_free(w->r.pl[PAYER]);
-    store_close(store);
+    if (!w->shared)
+        store_close(store);
     return NULL;
 }
 
@@ -625,6 +631,16 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
          * lone process's would be */
         worker_main(&workers[0]);
     } else {
+        const char *own = getenv("BENCH_SHARED_STORE");
+        struct store *shared = NULL;
+        struct keel_error err;
+        if ((!own || strcmp(own, "0")) &&
+            (store_open(path, &shared, &err) || store_share_threads(shared, &err))) {
+            fprintf(stderr, "keel-bench: %s: %s\n", v->bench, err.message);
+            exit(1);
+        }
+        for (int i = 0; i < threads; i++)
+            workers[i].shared = shared;
         pthread_barrier_init(&ready, NULL, (unsigned)threads + 1);
         pthread_barrier_init(&go, NULL, (unsigned)threads + 1);
         for (int i = 0; i < threads; i++)
@@ -639,6 +655,7 @@ static int run_variant(const struct variant *v, const char *path, long n_chunks,
         pthread_barrier_wait(&go);
         for (int i = 0; i < threads; i++)
             pthread_join(workers[i].thread, NULL);
+        store_close(shared);
         pthread_barrier_destroy(&ready);
         pthread_barrier_destroy(&go);
     }

@@ -95,6 +95,7 @@ struct server {
     struct evhttp_bound_socket *socket;
     struct event *wake, *heartbeat, *sigterm, *sigint, *drain;
     struct store *store;             /* the loop thread's own connection (reads) */
+    struct store *worker_store;      /* the workers' one connection, shared (workers.c) */
     struct queue *queue;
     struct bus *bus;
     struct worker *workers;

@@ -230,7 +230,6 @@ static void worker_release(struct worker *w)
 {
     for (int i = 0; i < SERVER_PACKS_MAX; i++)
         pipeline_free(w->pl[i]);
-    store_close(w->store);
 }
 
 int workers_start(struct server *srv, struct keel_error *err)
@@ -239,12 +238,16 @@ int workers_start(struct server *srv, struct keel_error *err)
 
     if (!(srv->workers = keel_calloc((size_t)srv->n_workers, sizeof(*srv->workers))))
         return keel_error_set(err, KEEL_ENOMEM, "workers", "out of memory");
+    /* One store for all workers: with a connection each, every commit
+     * made the other workers read their pages again (store.h). */
+    if ((rc = store_open(srv->opt.db, &srv->worker_store, err)) ||
+        (srv->n_workers > 1 && (rc = store_share_threads(srv->worker_store, err))))
+        return rc;
     for (int i = 0; i < srv->n_workers; i++) {
         struct worker *w = &srv->workers[i];
         w->srv = srv;
         w->index = i;
-        if ((rc = store_open(srv->opt.db, &w->store, err)))
-            return rc;
+        w->store = srv->worker_store;
         for (int p = 0; p < srv->n_packs; p++) {
             struct pipeline_options o = {.packs_dir = srv->opt.packs_dir, .pack = srv->packs[p],
                                          .store = w->store, .providers = srv->opt.providers,
@@ -274,4 +277,6 @@ void workers_join(struct server *srv)
         worker_release(&srv->workers[i]);
     keel_free(srv->workers);
     srv->workers = NULL;
+    store_close(srv->worker_store);
+    srv->worker_store = NULL;
 }

@@ -1,9 +1,11 @@
 /*
  * store.c — opening a store by location, argument checks shared by every
- * backend, paper ids, query words, and freeing results.
+ * backend, the lock of a store shared by threads, paper ids, query words,
+ * and freeing results.
  */
 #include "store/store.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,8 +33,61 @@ int store_open(const char *location, struct store **out, struct keel_error *err)
 
 void store_close(struct store *store)
 {
-    if (store)
-        store->ops->close(store);
+    pthread_mutex_t *lock;
+
+    if (!store)
+        return;
+    lock = store->lock;
+    store->ops->close(store);
+    if (lock) {
+        pthread_mutex_destroy(lock);
+        keel_free(lock);
+    }
+}
+
+/* ---- a store shared by threads --------------------------------------------
+ *
+ * One connection for every worker of a process: a SQLite connection's page
+ * cache is dropped whenever another connection of the file commits, so
+ * each of two workers with its own connection read again, after the
+ * other's commit, every page its turn touched (~30 reads a turn against
+ * ~5, a third of a turn's time). Shared, the store's calls take turns
+ * under one lock; the turn's work outside the store runs in parallel. The
+ * lock is recursive, so a backend's callback (memory_sync's) may call the
+ * store again. */
+
+int store_share_threads(struct store *store, struct keel_error *err)
+{
+    pthread_mutexattr_t attr;
+    pthread_mutex_t *lock;
+
+    if (store->lock)
+        return KEEL_OK;
+    if (!(lock = keel_malloc(sizeof(*lock))))
+        return keel_error_set(err, KEEL_ENOMEM, "store", "out of memory");
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    if (pthread_mutex_init(lock, &attr)) {
+        pthread_mutexattr_destroy(&attr);
+        keel_free(lock);
+        return keel_error_set(err, KEEL_ENOMEM, "store", "cannot make the store's lock");
+    }
+    pthread_mutexattr_destroy(&attr);
+    store->lock = lock;
+    return KEEL_OK;
+}
+
+void store_enter(struct store *store)
+{
+    if (store->lock)
+        pthread_mutex_lock(store->lock);
+}
+
+int store_leave(struct store *store, int rc)
+{
+    if (store->lock)
+        pthread_mutex_unlock(store->lock);
+    return rc;
 }
 
 static int check_text(const char *text, const char *field, struct keel_error *err)
@@ -70,7 +125,8 @@ int store_put_paper(struct store *store, const struct store_paper *paper,
         (rc = check_text(paper->doi, "doi", err)) || (rc = check_text(paper->url, "url", err)) ||
         (rc = check_text(paper->pdf_url, "pdf_url", err)))
         return rc;
-    return store->ops->put_paper(store, paper, outcome, err);
+    store_enter(store);
+    return store_leave(store, store->ops->put_paper(store, paper, outcome, err));
 }
 
 int store_search_papers(struct store *store, const struct paper_query *query,
@@ -88,7 +144,8 @@ int store_search_papers(struct store *store, const struct paper_query *query,
         return keel_error_set(err, KEEL_EINVAL, "query", "is required");
     if (strlen(query->text) > STORE_TEXT_MAX)
         return keel_error_set(err, KEEL_ETOOBIG, "query", "is longer than %u bytes", STORE_TEXT_MAX);
-    return store->ops->search_papers(store, query, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->search_papers(store, query, out, err));
 }
 
 int paper_query_accepts(const struct paper_query *query, const struct store_paper *paper)
@@ -121,7 +178,8 @@ int store_put_document(struct store *store, const struct store_document *doc,
             (rc = check_text(chunks[i].section, "chunks[].section", err)))
             return rc;
     }
-    return store->ops->put_document(store, doc, chunks, n_chunks, outcome, err);
+    store_enter(store);
+    return store_leave(store, store->ops->put_document(store, doc, chunks, n_chunks, outcome, err));
 }
 
 static int search_chunks(struct store *store, const char *text, enum store_match match,
@@ -135,7 +193,8 @@ static int search_chunks(struct store *store, const char *text, enum store_match
         return keel_error_set(err, KEEL_EINVAL, "query", "is required");
     if (strlen(text) > STORE_TEXT_MAX)
         return keel_error_set(err, KEEL_ETOOBIG, "query", "is longer than %u bytes", STORE_TEXT_MAX);
-    return store->ops->search_chunks(store, text, match, limit, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->search_chunks(store, text, match, limit, out, err));
 }
 
 int store_search_chunks(struct store *store, const char *text, int limit,
@@ -152,17 +211,21 @@ int store_search_chunks_all(struct store *store, const char *text, int limit,
 
 int store_counts(struct store *store, struct store_counts *out, struct keel_error *err)
 {
-    return store->ops->counts(store, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->counts(store, out, err));
 }
 
+/* A shared store takes no snapshot: it would hold the lock for a turn. */
 int store_read_begin(struct store *store, struct keel_error *err)
 {
-    return store->ops->read_begin ? store->ops->read_begin(store, err) : KEEL_OK;
+    if (store->lock || !store->ops->read_begin)
+        return KEEL_OK;
+    return store->ops->read_begin(store, err);
 }
 
 void store_read_end(struct store *store)
 {
-    if (store->ops->read_end)
+    if (!store->lock && store->ops->read_end)
         store->ops->read_end(store);
 }
 
@@ -178,7 +241,10 @@ int store_load_conversation(struct store *store, const char *id, struct store_co
 {
     int rc = check_id(id, err);
 
-    return rc ? rc : store->ops->load_conversation(store, id, out, err);
+    if (rc)
+        return rc;
+    store_enter(store);
+    return store_leave(store, store->ops->load_conversation(store, id, out, err));
 }
 
 static int check_memory_change(const struct store_memory_change *c, struct keel_error *err);
@@ -213,19 +279,24 @@ int store_save_turn(struct store *store, const struct store_turn_record *rec,
         return rc;
     if (rec->artifact && (rc = store_artifact_check(rec->artifact, err)))
         return rc;
-    return store->ops->save_turn(store, rec, err);
+    store_enter(store);
+    return store_leave(store, store->ops->save_turn(store, rec, err));
 }
 
 int store_metrics(struct store *store, json_t **out, struct keel_error *err)
 {
-    return store->ops->metrics(store, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->metrics(store, out, err));
 }
 
 int store_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err)
 {
     int rc = check_id(id, err);
 
-    return rc ? rc : store->ops->list_turns(store, id, out, err);
+    if (rc)
+        return rc;
+    store_enter(store);
+    return store_leave(store, store->ops->list_turns(store, id, out, err));
 }
 
 int store_get_turn(struct store *store, const char *correlation_id, json_t **out,
@@ -233,7 +304,8 @@ int store_get_turn(struct store *store, const char *correlation_id, json_t **out
 {
     if (!correlation_id || !*correlation_id || strlen(correlation_id) > 128)
         return keel_error_set(err, KEEL_EINVAL, "correlation_id", "must be 1 to 128 bytes");
-    return store->ops->get_turn(store, correlation_id, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->get_turn(store, correlation_id, out, err));
 }
 
 static int check_field(const char *value, const char *field, size_t max, struct keel_error *err)
@@ -253,7 +325,8 @@ int store_key_put(struct store *store, const struct store_key *key, const char *
         return rc;
     if (strcmp(key->role, "owner") && strcmp(key->role, "editor") && strcmp(key->role, "viewer"))
         return keel_error_set(err, KEEL_EINVAL, "role", "must be owner, editor or viewer");
-    return store->ops->key_put(store, key, hash, err);
+    store_enter(store);
+    return store_leave(store, store->ops->key_put(store, key, hash, err));
 }
 
 int store_key_find(struct store *store, const char *hash, struct store_key *out,
@@ -262,19 +335,26 @@ int store_key_find(struct store *store, const char *hash, struct store_key *out,
     int rc = check_field(hash, "hash", 128, err);
 
     memset(out, 0, sizeof(*out));
-    return rc ? rc : store->ops->key_find(store, hash, out, err);
+    if (rc)
+        return rc;
+    store_enter(store);
+    return store_leave(store, store->ops->key_find(store, hash, out, err));
 }
 
 int store_key_list(struct store *store, json_t **out, struct keel_error *err)
 {
-    return store->ops->key_list(store, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->key_list(store, out, err));
 }
 
 int store_key_revoke(struct store *store, const char *id, int64_t now_ms, struct keel_error *err)
 {
     int rc = check_field(id, "id", 64, err);
 
-    return rc ? rc : store->ops->key_revoke(store, id, now_ms, err);
+    if (rc)
+        return rc;
+    store_enter(store);
+    return store_leave(store, store->ops->key_revoke(store, id, now_ms, err));
 }
 
 void store_key_release(struct store_key *key)
@@ -292,7 +372,8 @@ int store_share_put(struct store *store, const char *hash, const char *conversat
 
     if ((rc = check_field(hash, "hash", 128, err)) || (rc = check_id(conversation_id, err)))
         return rc;
-    return store->ops->share_put(store, hash, conversation_id, user, now_ms, err);
+    store_enter(store);
+    return store_leave(store, store->ops->share_put(store, hash, conversation_id, user, now_ms, err));
 }
 
 int store_share_find(struct store *store, const char *hash, char **conversation_id,
@@ -301,7 +382,10 @@ int store_share_find(struct store *store, const char *hash, char **conversation_
     int rc = check_field(hash, "hash", 128, err);
 
     *conversation_id = NULL;
-    return rc ? rc : store->ops->share_find(store, hash, conversation_id, err);
+    if (rc)
+        return rc;
+    store_enter(store);
+    return store_leave(store, store->ops->share_find(store, hash, conversation_id, err));
 }
 
 int store_list_conversations(struct store *store, const char *owner, int limit, int offset,
@@ -312,14 +396,18 @@ int store_list_conversations(struct store *store, const char *owner, int limit, 
                               STORE_LIMIT_MAX);
     if (offset < 0)
         return keel_error_set(err, KEEL_EINVAL, "offset", "must not be negative");
-    return store->ops->list_conversations(store, owner, limit, offset, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->list_conversations(store, owner, limit, offset, out, err));
 }
 
 int store_delete_conversation(struct store *store, const char *id, struct keel_error *err)
 {
     int rc = check_id(id, err);
 
-    return rc ? rc : store->ops->delete_conversation(store, id, err);
+    if (rc)
+        return rc;
+    store_enter(store);
+    return store_leave(store, store->ops->delete_conversation(store, id, err));
 }
 
 int store_scenario_set(struct store *store, const char *id, int64_t version,
@@ -330,12 +418,16 @@ int store_scenario_set(struct store *store, const char *id, int64_t version,
     if (!rc && scenario_json && strlen(scenario_json) > STORE_TEXT_MAX)
         rc = keel_error_set(err, KEEL_ETOOBIG, "active_scenario", "is larger than %u bytes",
                             STORE_TEXT_MAX);
-    return rc ? rc : store->ops->scenario_set(store, id, version, scenario_json, err);
+    if (rc)
+        return rc;
+    store_enter(store);
+    return store_leave(store, store->ops->scenario_set(store, id, version, scenario_json, err));
 }
 
 int store_metrics_reset(struct store *store, struct keel_error *err)
 {
-    return store->ops->metrics_reset(store, err);
+    store_enter(store);
+    return store_leave(store, store->ops->metrics_reset(store, err));
 }
 
 int store_metrics_history(struct store *store, int aggregate_minutes, int limit, json_t **out,
@@ -346,7 +438,8 @@ int store_metrics_history(struct store *store, int aggregate_minutes, int limit,
     if (limit < 1 || limit > STORE_LIMIT_MAX)
         return keel_error_set(err, KEEL_EINVAL, "limit", "must be between 1 and %d",
                               STORE_LIMIT_MAX);
-    return store->ops->metrics_history(store, aggregate_minutes, limit, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->metrics_history(store, aggregate_minutes, limit, out, err));
 }
 
 static int check_memory_change(const struct store_memory_change *c, struct keel_error *err)
@@ -389,19 +482,24 @@ int store_memory_apply(struct store *store, const struct store_memory_change *ch
 {
     int rc = check_memory_change(change, err);
 
-    return rc ? rc : store->ops->memory_apply(store, change, err);
+    if (rc)
+        return rc;
+    store_enter(store);
+    return store_leave(store, store->ops->memory_apply(store, change, err));
 }
 
 int store_memory_sync(struct store *store, int64_t *seq, store_memory_fn fn, void *ctx,
                       struct keel_error *err)
 {
-    return store->ops->memory_sync(store, seq, fn, ctx, err);
+    store_enter(store);
+    return store_leave(store, store->ops->memory_sync(store, seq, fn, ctx, err));
 }
 
 int store_memory_get(struct store *store, const char *const *ids, size_t n, json_t **out,
                      struct keel_error *err)
 {
-    return store->ops->memory_get(store, ids, n, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->memory_get(store, ids, n, out, err));
 }
 
 int store_memory_decisions(struct store *store, const char *owner, int limit, int offset,
@@ -412,7 +510,8 @@ int store_memory_decisions(struct store *store, const char *owner, int limit, in
                               STORE_LIMIT_MAX);
     if (offset < 0)
         return keel_error_set(err, KEEL_EINVAL, "offset", "must not be negative");
-    return store->ops->memory_decisions(store, owner, limit, offset, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->memory_decisions(store, owner, limit, offset, out, err));
 }
 
 int store_personal_check(const struct store_personal_change *c, struct keel_error *err)
@@ -439,12 +538,14 @@ int store_personal_list(struct store *store, const char *user, json_t **out,
     if (!user || !*user || strlen(user) > STORE_PERSONAL_USER_MAX)
         return keel_error_set(err, KEEL_EINVAL, "user", "must be 1 to %d bytes",
                               STORE_PERSONAL_USER_MAX);
-    return store->ops->personal_list(store, user, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->personal_list(store, user, out, err));
 }
 
 int store_personal_stats(struct store *store, json_t **out, struct keel_error *err)
 {
-    return store->ops->personal_stats(store, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->personal_stats(store, out, err));
 }
 
 void store_conversation_release(struct store_conversation *conv)

@@ -23,6 +23,7 @@
 #define KEEL_STORE_STORE_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -372,6 +373,7 @@ struct store_ops {
 /* Every backend's struct starts with this. */
 struct store {
     const struct store_ops *ops;
+    pthread_mutex_t *lock;   /* store_share_threads's; NULL: one thread at a time */
 };
 
 /* Opens a store. `location` is "mem:" for the in-memory backend, or a
@@ -382,6 +384,18 @@ int store_open(const char *location, struct store **out, struct keel_error *err)
 
 /* Closes a store; NULL is a no-op. */
 void store_close(struct store *store);
+
+/* Lets several threads use `store` at once (a server's workers): from
+ * now on every store_* call on it holds the store's lock (recursive) for
+ * its length, and store_read_begin/end do nothing, since a snapshot would
+ * hold it for a whole turn. Without this, a store is for one thread at a
+ * time. Idempotent; KEEL_ENOMEM. */
+int store_share_threads(struct store *store, struct keel_error *err);
+
+/* For the store_* wrappers: take the lock of a shared store (no-op
+ * otherwise); store_leave gives it back and returns `rc`. */
+void store_enter(struct store *store);
+int store_leave(struct store *store, int rc);
 
 /* Convenience wrappers over ops, checking arguments first: a paper needs a
  * title; a query's limit must be 1..STORE_LIMIT_MAX and its year range

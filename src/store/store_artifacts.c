@@ -80,8 +80,9 @@ int store_artifacts_list(struct store *store, const char *conversation_id, const
         return keel_error_set(err, KEEL_EINVAL, "last", "must be from 1 to %d", STORE_LIMIT_MAX);
     if (type && (rc = check_string(type, 32, "type", err)))
         return rc;
-    return store->ops->artifacts_list(store, conversation_id, type, last ? last : STORE_LIMIT_MAX,
-                                      out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->artifacts_list(store, conversation_id, type,
+                                                         last ? last : STORE_LIMIT_MAX, out, err));
 }
 
 int store_artifact_get(struct store *store, const char *id, json_t **out, struct keel_error *err)
@@ -90,7 +91,10 @@ int store_artifact_get(struct store *store, const char *id, json_t **out, struct
     json_t *facts;
     size_t n;
 
-    if (rc || (rc = store->ops->artifact_get(store, id, out, err)))
+    if (rc)
+        return rc;
+    store_enter(store);
+    if ((rc = store_leave(store, store->ops->artifact_get(store, id, out, err))))
         return rc;
     /* The backends list facts newest first; an artifact shows them in
      * the order they were distilled. Moving items allocates nothing. */
@@ -115,5 +119,6 @@ int store_facts_list(struct store *store, const struct store_fact_query *q, json
         return keel_error_set(err, KEEL_EINVAL, "offset", "must not be negative");
     if (q->store && strcmp(q->store, "verified") && strcmp(q->store, "researched"))
         return keel_error_set(err, KEEL_EINVAL, "store", "must be verified or researched");
-    return store->ops->facts_list(store, q, out, err);
+    store_enter(store);
+    return store_leave(store, store->ops->facts_list(store, q, out, err));
 }

@@ -17,9 +17,12 @@
  * exactly as they were, on both backends. TCase "conv_sqlite_file" checks the rows SQLite
  * holds (one turn row, two messages, one decision per turn) and that a
  * reopened file keeps the conversation, and a read snapshot's isolation
- * from another connection. Every TCase has the leak fixture.
+ * from another connection, which a store shared by threads does without.
+ * Both backends: a store shared by threads (store_share_threads) takes
+ * four threads' turns and reads at once. Every TCase has the leak fixture.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -771,6 +774,91 @@ START_TEST(test_conv_sqlite_read_snapshot)
 }
 END_TEST
 
+/* A store shared by threads (store_share_threads): four threads each
+ * write 40 turns of a conversation of their own and read the store
+ * between the writes; every turn is there and the counters add up. */
+#define SHARED_THREADS 4
+#define SHARED_TURNS   40
+
+struct sharer {
+    struct store *store;
+    char id[32];
+    int failed;
+};
+
+static void *share_main(void *arg)
+{
+    struct sharer *s = arg;
+
+    for (int seq = 1; seq <= SHARED_TURNS && !s->failed; seq++) {
+        struct record_texts buf;
+        struct store_turn_record rec = record_make(s->id, seq, &buf);
+        struct store_conversation conv;
+        json_t *list = NULL;
+        struct keel_error err;
+
+        s->failed = store_save_turn(s->store, &rec, &err) != KEEL_OK ||
+                    store_load_conversation(s->store, s->id, &conv, &err) != KEEL_OK;
+        if (s->failed)
+            break;
+        s->failed = conv.turns != seq;
+        store_conversation_release(&conv);
+        if (!s->failed && store_list_turns(s->store, s->id, &list, &err) == KEEL_OK)
+            s->failed = json_array_size(list) != (size_t)seq;
+        else
+            s->failed = 1;
+        json_decref(list);
+    }
+    return NULL;
+}
+
+START_TEST(test_conv_shared_by_threads)
+{
+    struct store *store = unit_store_fresh();
+    struct sharer sharers[SHARED_THREADS];
+    pthread_t threads[SHARED_THREADS];
+    struct keel_error err;
+
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_share_threads(store, &err), KEEL_OK);
+    ck_assert_int_eq(store_share_threads(store, &err), KEEL_OK);   /* idempotent */
+    for (int i = 0; i < SHARED_THREADS; i++) {
+        sharers[i] = (struct sharer){store, "", 0};
+        snprintf(sharers[i].id, sizeof(sharers[i].id), "conv_%c", 'a' + i);
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, share_main, &sharers[i]), 0);
+    }
+    for (int i = 0; i < SHARED_THREADS; i++) {
+        pthread_join(threads[i], NULL);
+        ck_assert_msg(!sharers[i].failed, "thread %d failed", i);
+    }
+    for (int i = 0; i < SHARED_THREADS; i++)
+        assert_conversation(store, sharers[i].id, SHARED_TURNS);
+    ck_assert_int_eq(metric(store, "turns"), SHARED_THREADS * SHARED_TURNS);
+    store_close(store);
+}
+END_TEST
+
+/* SQLite: a shared store takes no read snapshot (it would hold the lock
+ * for a whole turn): another connection's commit is seen at once. */
+START_TEST(test_conv_sqlite_shared_has_no_snapshot)
+{
+    struct store *a = unit_store_fresh(), *b;
+    struct keel_error err;
+
+    keel_error_clear(&err);
+    save_ok(a, "conv_a", 1);
+    ck_assert_int_eq(store_share_threads(a, &err), KEEL_OK);
+    b = open_location(unit_store_path());
+    ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);
+    assert_conversation(a, "conv_a", 1);
+    save_ok(b, "conv_a", 2);
+    assert_conversation(a, "conv_a", 2);
+    store_read_end(a);
+    store_close(b);
+    store_close(a);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static void add_contract_tests(TCase *tc)
@@ -787,6 +875,7 @@ static void add_contract_tests(TCase *tc)
     tcase_add_test(tc, test_conv_unknown_ids);
     tcase_add_test(tc, test_conv_argument_errors);
     tcase_add_test(tc, test_conv_read_snapshot_contract);
+    tcase_add_test(tc, test_conv_shared_by_threads);
 }
 
 Suite *suite_store_conv(void)
@@ -819,6 +908,7 @@ Suite *suite_store_conv(void)
     tcase_add_test(file, test_conv_sqlite_rows);
     tcase_add_test(file, test_conv_sqlite_reopen);
     tcase_add_test(file, test_conv_sqlite_read_snapshot);
+    tcase_add_test(file, test_conv_sqlite_shared_has_no_snapshot);
     suite_add_tcase(s, file);
     return s;
 }
