@@ -199,11 +199,14 @@ int sqlite_collect_rows(struct sqlite_store *st, sqlite3_stmt *stmt, json_t *con
         return keel_error_set(err, KEEL_ENOMEM, op, "out of memory");
     }
     while ((step = sqlite3_step(stmt)) == SQLITE_ROW)
-        if (add(stmt, container)) {
-            step = SQLITE_NOMEM;
+        if ((rc = add(stmt, container))) {
+            step = rc == KEEL_EIO ? SQLITE_CORRUPT : SQLITE_NOMEM;
             break;
         }
-    rc = step == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, step, op, err);
+    if (step == SQLITE_CORRUPT)
+        rc = keel_error_set(err, KEEL_EIO, op, "%s: a stored row is not valid JSON", st->path);
+    else
+        rc = step == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, step, op, err);
     sqlite_stmt_done(stmt);
     if (rc)
         json_decref(container);
@@ -241,7 +244,8 @@ static int set_parsed(json_t *obj, const char *key, sqlite3_stmt *stmt, int col,
 }
 
 /* One turn of ST_TURNS_LIST with the sources its answer cites by number
- * (nonzero: out of memory or a stored text that is not JSON). */
+ * (KEEL_EIO: a stored text that is not JSON; other nonzero: out of
+ * memory). */
 static int add_turn(sqlite3_stmt *stmt, json_t *list)
 {
     json_t *turn = json_pack("{s:i,s:I,s:s?,s:s?,s:b}", "turn", sqlite3_column_int(stmt, 0), "ts",
@@ -251,9 +255,11 @@ static int add_turn(sqlite3_stmt *stmt, json_t *list)
                              sqlite3_column_int(stmt, 2));
     struct keel_error err;
 
-    if (!turn || set_parsed(turn, "sources", stmt, 5, &err)) {
+    int rc = turn ? set_parsed(turn, "sources", stmt, 5, &err) : KEEL_ENOMEM;
+
+    if (rc) {
         json_decref(turn);
-        return 1;
+        return rc;
     }
     return json_array_append_new(list, turn);
 }

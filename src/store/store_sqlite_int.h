@@ -127,8 +127,10 @@ int sqlite_fail(struct sqlite_store *st, int sqlite_rc, const char *op, struct k
 void sqlite_stmt_done(sqlite3_stmt *stmt);
 
 /* Steps `stmt` to its end, adding each row to `container` with `add`
- * (0 on success); hands the container to *out, or frees it on failure
- * (a NULL container: out of memory). `op` names the work in errors. */
+ * (0 on success, KEEL_EIO for a row whose stored text is not JSON, any
+ * other nonzero for out of memory); hands the container to *out, or
+ * frees it on failure (a NULL container: out of memory). `op` names the
+ * work in errors. */
 int sqlite_collect_rows(struct sqlite_store *st, sqlite3_stmt *stmt, json_t *container,
                         int (*add)(sqlite3_stmt *stmt, json_t *container), const char *op,
                         json_t **out, struct keel_error *err);

@@ -688,6 +688,30 @@ START_TEST(test_conv_sqlite_rows)
 }
 END_TEST
 
+/* A stored text that is not JSON is reported as such (KEEL_EIO, naming
+ * the file), not as out of memory. */
+START_TEST(test_conv_sqlite_corrupt_sources)
+{
+    struct store *store = unit_store_fresh();
+    char path[UNIT_STORE_PATH_MAX];
+    json_t *list = NULL;
+    struct keel_error err;
+    sqlite3 *db;
+
+    snprintf(path, sizeof(path), "%s", unit_store_path());
+    save_ok(store, "conv_a", 1);
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    unit_sql_exec(db, "UPDATE turns SET sources = '[{oops' WHERE seq = 1");
+    sqlite3_close(db);
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_list_turns(store, "conv_a", &list, &err), KEEL_EIO);
+    ck_assert_ptr_null(list);
+    ck_assert_ptr_nonnull(strstr(err.message, "not valid JSON"));
+    ck_assert_ptr_nonnull(strstr(err.message, path));
+    store_close(store);
+}
+END_TEST
+
 START_TEST(test_conv_sqlite_reopen)
 {
     struct store *store = unit_store_fresh();
@@ -907,6 +931,7 @@ Suite *suite_store_conv(void)
     unit_leak_fixture(file);
     tcase_add_test(file, test_conv_sqlite_rows);
     tcase_add_test(file, test_conv_sqlite_reopen);
+    tcase_add_test(file, test_conv_sqlite_corrupt_sources);
     tcase_add_test(file, test_conv_sqlite_read_snapshot);
     tcase_add_test(file, test_conv_sqlite_shared_has_no_snapshot);
     suite_add_tcase(s, file);
