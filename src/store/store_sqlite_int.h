@@ -24,6 +24,7 @@ extern const size_t sqlite_n_migrations;
 enum stmt_id {
     ST_BEGIN,
     ST_BEGIN_READ,
+    ST_TAKE_WRITE,
     ST_COMMIT,
     ST_ROLLBACK,
     ST_PAPER_HASH,

@@ -359,6 +359,9 @@ const size_t sqlite_n_migrations = sizeof(sqlite_migrations) / sizeof(sqlite_mig
 const char *const sqlite_stmt_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_BEGIN_READ] = "BEGIN",
+    /* Changes nothing, but as a write statement it takes SQLite's write
+     * lock: a read snapshot's transaction becomes a write one in place. */
+    [ST_TAKE_WRITE] = "UPDATE schema_migrations SET version = version WHERE 0",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_PAPER_HASH] = "SELECT content_hash FROM papers WHERE id = ?1",

@@ -755,6 +755,45 @@ START_TEST(test_conv_read_snapshot_contract)
 }
 END_TEST
 
+/* Takes SQLite's write lock on `path` from another thread's connection
+ * and gives it back 50 ms later; returns once the lock is held. */
+struct lock_holder {
+    const char *path;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int held;
+};
+
+static void *hold_main(void *arg)
+{
+    struct lock_holder *h = arg;
+    sqlite3 *db;
+
+    ck_assert_int_eq(sqlite3_open(h->path, &db), SQLITE_OK);
+    unit_sql_exec(db, "BEGIN IMMEDIATE");
+    pthread_mutex_lock(&h->mu);
+    h->held = 1;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    usleep(50000);
+    unit_sql_exec(db, "COMMIT");
+    sqlite3_close(db);
+    return NULL;
+}
+
+static pthread_t holder_thread;
+static struct lock_holder holder;
+
+static void hold_write_lock_briefly(const char *path)
+{
+    holder = (struct lock_holder){path, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    ck_assert_int_eq(pthread_create(&holder_thread, NULL, hold_main, &holder), 0);
+    pthread_mutex_lock(&holder.mu);
+    while (!holder.held)
+        pthread_cond_wait(&holder.cv, &holder.mu);
+    pthread_mutex_unlock(&holder.mu);
+}
+
 /* SQLite: inside a snapshot a connection reads the data as it was when
  * its first read began, whatever another connection commits; after
  * store_read_end it sees the commit. A write inside the snapshot ends it
@@ -786,13 +825,35 @@ START_TEST(test_conv_sqlite_read_snapshot)
     assert_conversation(a, "conv_a", 4);   /* no snapshot any more */
     store_read_end(a);
 
+    /* A write in a snapshot another connection's commit has made stale:
+     * the write sees that commit (its transaction begins anew). */
     ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);
     assert_conversation(a, "conv_a", 4);
+    save_ok(b, "conv_a", 5);
+    assert_conversation(a, "conv_a", 4);   /* the snapshot */
+    save_ok(a, "conv_a", 6);
+    save_conflict(a, "conv_a", 6, NULL);
+    assert_conversation(b, "conv_a", 6);
+    store_read_end(a);
+    assert_unchanged(a, "conv_a", 6, 6);
+
+    /* Another connection holding SQLite's write lock: the write waits for
+     * it instead of failing (an upgraded snapshot would not wait). */
+    ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);
+    assert_conversation(a, "conv_a", 6);
+    hold_write_lock_briefly(unit_store_path());
+    save_ok(a, "conv_a", 7);
+    store_read_end(a);
+    assert_conversation(b, "conv_a", 7);
+
+    ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);
+    assert_conversation(a, "conv_a", 7);
     ck_assert_int_eq(store_key_put(a, &key, "hash_1", &err), KEEL_OK);
     ck_assert_int_eq(store_key_find(b, "hash_1", &found, &err), KEEL_OK);
     ck_assert_str_eq(found.user, "ann");
     store_key_release(&found);
     store_read_end(a);
+    pthread_join(holder_thread, NULL);
     store_close(b);
     store_close(a);
 }
