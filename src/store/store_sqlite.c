@@ -284,15 +284,18 @@ static int snapshot_to_write(struct sqlite_store *st)
  * timeout), so a put never fails half-way for want of the lock. Writers
  * of this process queue on the file's mutex first. A read snapshot
  * becomes the write transaction when no commit came after it (its reads
- * are then as current as BEGIN IMMEDIATE's would be); else it ends first. */
+ * are then as current as BEGIN IMMEDIATE's would be); else it ends first.
+ * It never waits for the mutex: the checkpoint thread's RESTART pass holds
+ * the mutex while it waits for readers of older snapshots, so a snapshot
+ * kept while waiting would hold both up until the checkpoint gave up. */
 int sqlite_tx_begin(struct sqlite_store *st, const char *op, struct keel_error *err)
 {
     int rc;
 
-    sqlite_write_lock(st);
-    if (sqlite_in_snapshot(st) && snapshot_to_write(st))
+    if (sqlite_in_snapshot(st) && sqlite_write_trylock(st) && snapshot_to_write(st))
         return KEEL_OK;
     sqlite_read_end(&st->base);
+    sqlite_write_lock(st);
     if ((rc = sqlite_stmt_exec(st, ST_BEGIN, op, err)))
         sqlite_write_unlock(st);
     return rc;

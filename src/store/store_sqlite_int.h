@@ -108,6 +108,10 @@ struct sqlite_store {
 void sqlite_write_lock(struct sqlite_store *st);
 void sqlite_write_unlock(struct sqlite_store *st);
 
+/* sqlite_write_lock without waiting: 1 when this store now holds the
+ * mutex (or held it already), 0 when another writer has it. */
+int sqlite_write_trylock(struct sqlite_store *st);
+
 /* The same mutex for code that holds no store (the checkpointer's own
  * connection): lock_path takes the mutex of the file at `path` and
  * returns its stripe, which unlock_stripe gives back. */

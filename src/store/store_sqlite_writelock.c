@@ -59,6 +59,19 @@ void sqlite_write_lock(struct sqlite_store *st)
     st->write_locked = 1;
 }
 
+int sqlite_write_trylock(struct sqlite_store *st)
+{
+    if (st->write_locked)
+        return 1;
+    pthread_once(&stripes_once, stripes_init);
+    if (st->write_stripe < 0)
+        st->write_stripe = stripe_of(st->path);
+    if (pthread_mutex_trylock(&stripes[st->write_stripe]))
+        return 0;
+    st->write_locked = 1;
+    return 1;
+}
+
 void sqlite_write_unlock(struct sqlite_store *st)
 {
     if (!st->write_locked)

@@ -31,6 +31,7 @@
 
 #include "core/alloc.h"
 #include "store/store.h"
+#include "store/store_sqlite_int.h"
 #include "unit.h"
 
 #define T0 INT64_C(1770465600000)   /* 2026-02-07T12:00:00Z */
@@ -944,6 +945,64 @@ START_TEST(test_conv_sqlite_shared_has_no_snapshot)
 }
 END_TEST
 
+/* The checkpoint thread's last pass holds the file's write mutex while
+ * a RESTART checkpoint waits for readers of older snapshots. A turn whose
+ * publish then waits for that mutex must not keep its snapshot meanwhile,
+ * or each would wait for the other until the checkpoint gave up. */
+struct restarter {
+    const char *path;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int locked, rc;
+};
+
+static void *restart_main(void *arg)
+{
+    struct restarter *r = arg;
+    sqlite3 *db;
+    int stripe;
+
+    ck_assert_int_eq(sqlite3_open(r->path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 2000);
+    unit_sql_exec(db, "PRAGMA schema_version");   /* opens the WAL on this connection */
+    stripe = sqlite_write_lock_path(r->path);
+    pthread_mutex_lock(&r->mu);
+    r->locked = 1;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    usleep(20000);   /* the turn reaches its publish meanwhile */
+    r->rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_RESTART, NULL, NULL);
+    sqlite_write_unlock_stripe(stripe);
+    sqlite3_close(db);
+    return NULL;
+}
+
+START_TEST(test_conv_sqlite_snapshot_yields_to_checkpoint)
+{
+    struct store *a = unit_store_fresh();
+    struct restarter r = {unit_store_path(), PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+                          0, -1};
+    struct keel_error err;
+    pthread_t thread;
+
+    save_ok(a, "conv_a", 1);
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);
+    assert_conversation(a, "conv_a", 1);   /* the snapshot holds a read mark now */
+    ck_assert_int_eq(pthread_create(&thread, NULL, restart_main, &r), 0);
+    pthread_mutex_lock(&r.mu);
+    while (!r.locked)
+        pthread_cond_wait(&r.cv, &r.mu);
+    pthread_mutex_unlock(&r.mu);
+    save_ok(a, "conv_a", 2);               /* waits for the mutex */
+    store_read_end(a);
+    pthread_join(thread, NULL);
+    ck_assert_msg(r.rc == SQLITE_OK, "the RESTART checkpoint gave up: %d", r.rc);
+    assert_conversation(a, "conv_a", 2);
+    store_close(a);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static void add_contract_tests(TCase *tc)
@@ -995,6 +1054,7 @@ Suite *suite_store_conv(void)
     tcase_add_test(file, test_conv_sqlite_corrupt_sources);
     tcase_add_test(file, test_conv_sqlite_read_snapshot);
     tcase_add_test(file, test_conv_sqlite_shared_has_no_snapshot);
+    tcase_add_test(file, test_conv_sqlite_snapshot_yields_to_checkpoint);
     suite_add_tcase(s, file);
     return s;
 }
