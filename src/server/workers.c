@@ -1,6 +1,7 @@
 /*
- * workers.c — the worker threads: each holds its own store connection
- * and one pipeline per served pack, takes turns from its queue partition,
+ * workers.c — the worker threads: all share one store (one connection,
+ * store_share_threads), each holds one pipeline per served pack, takes
+ * turns from its queue partition,
  * and publishes on the bus what the user may see: stage lines (events of
  * level user or both), the answer in small pieces (`token`), then `done`
  * with the result's summary, or `error`. With a model, the pieces are

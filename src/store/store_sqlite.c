@@ -32,9 +32,11 @@
  * left open. When something initialised SQLite earlier, sqlite3_config()
  * refuses and SQLite keeps its own allocator; nothing else changes.
  *
- * A store is not shared between threads at the same time (NOMUTEX): each
- * worker opens its own, and WAL plus a 5 s busy timeout lets them and
- * other processes read while one writes.
+ * A connection is used by one thread at a time (NOMUTEX): a store shared
+ * by threads (store_share_threads, the server's workers) serializes its
+ * calls under the store's lock in store.c. Other stores of the file (the
+ * server's loop thread, other processes) read while one writes, through
+ * WAL and a 5 s busy timeout.
  */
 #include "store/store.h"
 
@@ -231,6 +233,7 @@ static int sqlite_read_begin(struct store *store, struct keel_error *err)
         return rc;
     if (!sqlite3_get_autocommit(st->db))
         return KEEL_OK;   /* a transaction is open: its reads are one already */
+    st->read_backfills = sqlite_wal_backfill_count();
     if ((rc = sqlite_stmt_exec(st, ST_BEGIN_READ, "beginning a read", err)))
         return rc;
     st->reading = 1;
@@ -287,12 +290,15 @@ static int snapshot_to_write(struct sqlite_store *st)
  * are then as current as BEGIN IMMEDIATE's would be); else it ends first.
  * It never waits for the mutex: the checkpoint thread's RESTART pass holds
  * the mutex while it waits for readers of older snapshots, so a snapshot
- * kept while waiting would hold both up until the checkpoint gave up. */
+ * kept while waiting would hold both up until the checkpoint gave up. Nor
+ * is a snapshot older than the last full checkpoint taken over: only a
+ * write that begins after it starts the WAL over. */
 int sqlite_tx_begin(struct sqlite_store *st, const char *op, struct keel_error *err)
 {
     int rc;
 
-    if (sqlite_in_snapshot(st) && sqlite_write_trylock(st) && snapshot_to_write(st))
+    if (sqlite_in_snapshot(st) && st->read_backfills == sqlite_wal_backfill_count() &&
+        sqlite_write_trylock(st) && snapshot_to_write(st))
         return KEEL_OK;
     sqlite_read_end(&st->base);
     sqlite_write_lock(st);

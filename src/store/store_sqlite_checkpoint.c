@@ -29,6 +29,7 @@
  */
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
@@ -133,10 +134,14 @@ static void checkpoint_once(struct sqlite_checkpointer *c)
         if (locked) {
             stripe = sqlite_write_lock_path(c->path);
             rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &copied);
+            if (rc == SQLITE_OK && log > 0 && copied == log)
+                sqlite_wal_backfilled();
             sqlite_write_unlock_stripe(stripe);
             break;
         }
         rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+        if (rc == SQLITE_OK && log > 0 && copied == log)
+            sqlite_wal_backfilled();
         if (rc != SQLITE_OK || log < RESTART_PAGES)
             break;
         sync_files(c->db);
@@ -145,6 +150,20 @@ static void checkpoint_once(struct sqlite_checkpointer *c)
     /* BUSY: another checkpoint is running; it does the same work. */
     if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
         checkpoint_failed(c, rc);
+}
+
+/* Bumped whenever a checkpoint of this process copied every frame; see
+ * sqlite_wal_backfilled() in store_sqlite_int.h. */
+static atomic_ulong backfilled;
+
+void sqlite_wal_backfilled(void)
+{
+    atomic_fetch_add_explicit(&backfilled, 1, memory_order_relaxed);
+}
+
+unsigned long sqlite_wal_backfill_count(void)
+{
+    return atomic_load_explicit(&backfilled, memory_order_relaxed);
 }
 
 static void *checkpoint_main(void *arg)
@@ -173,7 +192,10 @@ static int on_wal_commit(void *arg, sqlite3 *db, const char *schema, int pages)
     struct sqlite_checkpointer *c = arg;
 
     if (pages >= BACKSTOP_PAGES) {
-        (void)sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        int log = 0, copied = 0;
+        if (sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, &log, &copied) ==
+                SQLITE_OK && log > 0 && copied == log)
+            sqlite_wal_backfilled();
         return SQLITE_OK;
     }
     if (pages < __atomic_load_n(&c->last_pages, __ATOMIC_RELAXED))   /* the WAL started over */

@@ -192,7 +192,7 @@ int sqlite_collect_rows(struct sqlite_store *st, sqlite3_stmt *stmt, json_t *con
                         int (*add)(sqlite3_stmt *stmt, json_t *container), const char *op,
                         json_t **out, struct keel_error *err)
 {
-    int rc, step;
+    int rc, step, bad_json = 0;
 
     if (!container) {
         sqlite_stmt_done(stmt);
@@ -200,10 +200,11 @@ int sqlite_collect_rows(struct sqlite_store *st, sqlite3_stmt *stmt, json_t *con
     }
     while ((step = sqlite3_step(stmt)) == SQLITE_ROW)
         if ((rc = add(stmt, container))) {
-            step = rc == KEEL_EIO ? SQLITE_CORRUPT : SQLITE_NOMEM;
+            bad_json = rc == KEEL_EIO;
+            step = SQLITE_NOMEM;
             break;
         }
-    if (step == SQLITE_CORRUPT)
+    if (bad_json)
         rc = keel_error_set(err, KEEL_EIO, op, "%s: a stored row is not valid JSON", st->path);
     else
         rc = step == SQLITE_DONE ? KEEL_OK : sqlite_fail(st, step, op, err);

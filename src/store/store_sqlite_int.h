@@ -95,6 +95,7 @@ struct sqlite_store {
     sqlite3_stmt *stmt[ST_COUNT];
     int reset;           /* the connection reported an error: replace it */
     int reading;         /* a read snapshot is open (store_read_begin) */
+    unsigned long read_backfills;   /* sqlite_wal_backfill_count() when it began */
     struct sqlite_checkpointer *checkpointer;   /* NULL: SQLite's auto-checkpoint */
     struct sqlite_index *index;                 /* store_sqlite_index.c; NULL: none */
     int write_stripe;                           /* store_sqlite_writelock.c; -1: not yet known */
@@ -111,6 +112,16 @@ void sqlite_write_unlock(struct sqlite_store *st);
 /* sqlite_write_lock without waiting: 1 when this store now holds the
  * mutex (or held it already), 0 when another writer has it. */
 int sqlite_write_trylock(struct sqlite_store *st);
+
+/* A checkpoint of this process copied every frame of a WAL back (any
+ * file's: the count is process-wide) — its callers, the checkpoint
+ * thread and the commit path's backstop, say so here. SQLite starts the
+ * WAL over only for a writer whose read began after such a checkpoint, so
+ * a read snapshot older than the last one is not turned into a write
+ * transaction (sqlite_tx_begin): the write begins anew and restarts the
+ * WAL. sqlite_wal_backfill_count() is how many there were. */
+void sqlite_wal_backfilled(void);
+unsigned long sqlite_wal_backfill_count(void);
 
 /* The same mutex for code that holds no store (the checkpointer's own
  * connection): lock_path takes the mutex of the file at `path` and

@@ -2,8 +2,10 @@
  * store_sqlite_writelock.c — one writer at a time per database file
  * within the process, waiting on a mutex instead of SQLite's busy handler.
  *
- * Each server worker has a store (a connection) of its own on the same
- * file. When two of them commit at once, the second one's BEGIN IMMEDIATE
+ * Several stores (connections) of one process may write the same file:
+ * the server's loop thread and its workers' shared store, the checkpoint
+ * thread's last pass, a bench's threads with a store each. When two of
+ * them commit at once, the second one's BEGIN IMMEDIATE
  * finds the write lock taken and SQLite's busy handler sleeps — 1 ms,
  * then 2, 5, 10 ms — although the first transaction (a turn's publish)
  * ends within a fraction of a millisecond. So in-process writers of a

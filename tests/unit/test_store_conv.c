@@ -1003,6 +1003,40 @@ START_TEST(test_conv_sqlite_snapshot_yields_to_checkpoint)
 }
 END_TEST
 
+/* SQLite starts the WAL over only for a writer whose read began after a
+ * checkpoint copied every frame back. A snapshot older than such a
+ * checkpoint is therefore not taken over by the write: the WAL restarts. */
+START_TEST(test_conv_sqlite_write_after_checkpoint_restarts_wal)
+{
+    struct store *a = unit_store_fresh();
+    int log = -1, copied = -1, before;
+    struct keel_error err;
+    sqlite3 *db;
+
+    for (int seq = 1; seq <= 3; seq++)
+        save_ok(a, "conv_a", seq);
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);
+    assert_conversation(a, "conv_a", 3);   /* the snapshot's read mark */
+    ck_assert_int_eq(sqlite3_open(unit_store_path(), &db), SQLITE_OK);
+    unit_sql_exec(db, "PRAGMA schema_version");
+    ck_assert_int_eq(sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &copied),
+                     SQLITE_OK);
+    ck_assert_int_gt(log, 0);
+    ck_assert_int_eq(copied, log);
+    before = log;
+    sqlite_wal_backfilled();               /* what keel's checkpointers say after such a copy */
+    save_ok(a, "conv_a", 4);
+    store_read_end(a);
+    ck_assert_int_eq(sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &copied),
+                     SQLITE_OK);
+    ck_assert_msg(log < before, "the WAL did not start over: %d frames, %d before", log, before);
+    sqlite3_close(db);
+    assert_conversation(a, "conv_a", 4);
+    store_close(a);
+}
+END_TEST
+
 /* ---- suite --------------------------------------------------------------- */
 
 static void add_contract_tests(TCase *tc)
@@ -1055,6 +1089,7 @@ Suite *suite_store_conv(void)
     tcase_add_test(file, test_conv_sqlite_read_snapshot);
     tcase_add_test(file, test_conv_sqlite_shared_has_no_snapshot);
     tcase_add_test(file, test_conv_sqlite_snapshot_yields_to_checkpoint);
+    tcase_add_test(file, test_conv_sqlite_write_after_checkpoint_restarts_wal);
     suite_add_tcase(s, file);
     return s;
 }
