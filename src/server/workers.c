@@ -27,7 +27,6 @@ struct worker {
     int index;
     pthread_t thread;
     int running;
-    struct store *store;
     struct pipeline *pl[SERVER_PACKS_MAX];
 };
 
@@ -248,10 +247,9 @@ int workers_start(struct server *srv, struct keel_error *err)
         struct worker *w = &srv->workers[i];
         w->srv = srv;
         w->index = i;
-        w->store = srv->worker_store;
         for (int p = 0; p < srv->n_packs; p++) {
             struct pipeline_options o = {.packs_dir = srv->opt.packs_dir, .pack = srv->packs[p],
-                                         .store = w->store, .providers = srv->opt.providers,
+                                         .store = srv->worker_store, .providers = srv->opt.providers,
                                          .llm = srv->opt.llm,
                                          .websearch_url = srv->opt.websearch_url};
             if ((rc = pipeline_new(&o, &w->pl[p], err)) ||

@@ -148,9 +148,14 @@ int store_search_papers(struct store *store, const struct paper_query *query,
     return store_leave(store, store->ops->search_papers(store, query, out, err));
 }
 
-int paper_query_accepts(const struct paper_query *query, const struct store_paper *paper)
+void paper_hits_offer(const struct paper_query *query, struct paper_hits *hits)
 {
-    return !query->accept || query->accept(query->accept_ctx, paper);
+    struct store_paper *paper = &hits->items[hits->n].paper;
+
+    if (!query->accept || query->accept(query->accept_ctx, paper))
+        hits->n++;
+    else
+        store_paper_release(paper);
 }
 
 int paper_query_full(const struct paper_query *query, size_t n)

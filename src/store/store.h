@@ -92,10 +92,6 @@ struct paper_query {
     int want;
 };
 
-/* Whether `query` keeps `paper` (no accept callback: every row); for the
- * backends. */
-int paper_query_accepts(const struct paper_query *query, const struct store_paper *paper);
-
 /* Whether a search of `query` that has accepted `n` rows reads no more;
  * for the backends. */
 int paper_query_full(const struct paper_query *query, size_t n);
@@ -109,6 +105,11 @@ struct paper_hits {
     struct paper_hit *items;
     size_t n;
 };
+
+/* For the backends: hits->items[hits->n] has just been filled (paper and
+ * score); it is kept (hits->n grows) when `query` accepts it — always
+ * without an accept callback — else released. */
+void paper_hits_offer(const struct paper_query *query, struct paper_hits *hits);
 
 struct chunk_hit {
     char *document_id;

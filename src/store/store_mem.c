@@ -493,10 +493,7 @@ static int mem_search_papers(struct store *store, const struct paper_query *quer
         if (store_paper_copy(&hit->paper, &mem->papers[rank.items[k].row].paper))
             goto out;   /* a failed copy releases itself */
         hit->score = rank.items[k].score;
-        if (paper_query_accepts(query, &hit->paper))
-            hits.n++;
-        else
-            store_paper_release(&hit->paper);
+        paper_hits_offer(query, &hits);
     }
     *out = hits;
     hits.items = NULL;

@@ -208,12 +208,19 @@ static int stmt_lookup_text(struct sqlite_store *st, enum stmt_id id, char *out,
 
 /* Rolls back the open transaction, if any (SQLite may already have rolled
  * it back after an error such as SQLITE_NOMEM or SQLITE_FULL). */
-void sqlite_tx_rollback(struct sqlite_store *st)
+/* Rolls back the connection's open transaction, if any (errors are the
+ * connection's next statement's to report). */
+static void rollback_open(struct sqlite_store *st)
 {
     if (st->db && !sqlite3_get_autocommit(st->db)) {
         sqlite3_step(st->stmt[ST_ROLLBACK]);
         sqlite3_reset(st->stmt[ST_ROLLBACK]);
     }
+}
+
+void sqlite_tx_rollback(struct sqlite_store *st)
+{
+    rollback_open(st);
     st->reading = 0;   /* a read snapshot open here ended with it */
     sqlite_write_unlock(st);
 }
@@ -253,10 +260,8 @@ static void sqlite_read_end(struct store *store)
     if (st->db && !sqlite3_get_autocommit(st->db)) {
         int rc = sqlite3_step(st->stmt[ST_COMMIT]);
         sqlite3_reset(st->stmt[ST_COMMIT]);
-        if (rc != SQLITE_DONE && !sqlite3_get_autocommit(st->db)) {
-            sqlite3_step(st->stmt[ST_ROLLBACK]);
-            sqlite3_reset(st->stmt[ST_ROLLBACK]);
-        }
+        if (rc != SQLITE_DONE)
+            rollback_open(st);
     }
 }
 
@@ -276,10 +281,7 @@ static int snapshot_to_write(struct sqlite_store *st)
     st->reading = 0;   /* from now on the transaction is a write one, or none */
     if (rc == SQLITE_DONE)
         return 1;
-    if (!sqlite3_get_autocommit(st->db)) {
-        sqlite3_step(st->stmt[ST_ROLLBACK]);
-        sqlite3_reset(st->stmt[ST_ROLLBACK]);
-    }
+    rollback_open(st);
     return 0;
 }
 
@@ -892,10 +894,7 @@ static int add_paper_row(struct sqlite_store *st, sqlite3_stmt *stmt, void *opaq
     if ((rc = sqlite_paper_from_row(st, stmt, &hits->items[hits->n].paper, err)))
         return rc;
     hits->items[hits->n].score = sqlite3_column_double(stmt, 11);
-    if (paper_query_accepts(search->query, &hits->items[hits->n].paper))
-        hits->n++;
-    else
-        store_paper_release(&hits->items[hits->n].paper);
+    paper_hits_offer(search->query, hits);
     return KEEL_OK;
 }
 

@@ -100,6 +100,17 @@ static int restart_wait(void *arg, int tries)
     return 1;
 }
 
+/* sqlite3_wal_checkpoint_v2 in `mode`; a copy of every frame is counted
+ * (sqlite_wal_backfilled). *log and *copied as SQLite sets them. */
+static int wal_checkpoint(sqlite3 *db, const char *schema, int mode, int *log, int *copied)
+{
+    int rc = sqlite3_wal_checkpoint_v2(db, schema, mode, log, copied);
+
+    if (rc == SQLITE_OK && *log > 0 && *copied == *log)
+        sqlite_wal_backfilled();
+    return rc;
+}
+
 static void checkpoint_once(struct sqlite_checkpointer *c)
 {
     int rc;
@@ -133,15 +144,11 @@ static void checkpoint_once(struct sqlite_checkpointer *c)
 
         if (locked) {
             stripe = sqlite_write_lock_path(c->path);
-            rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &copied);
-            if (rc == SQLITE_OK && log > 0 && copied == log)
-                sqlite_wal_backfilled();
+            rc = wal_checkpoint(c->db, NULL, SQLITE_CHECKPOINT_RESTART, &log, &copied);
             sqlite_write_unlock_stripe(stripe);
             break;
         }
-        rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
-        if (rc == SQLITE_OK && log > 0 && copied == log)
-            sqlite_wal_backfilled();
+        rc = wal_checkpoint(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
         if (rc != SQLITE_OK || log < RESTART_PAGES)
             break;
         sync_files(c->db);
@@ -193,9 +200,7 @@ static int on_wal_commit(void *arg, sqlite3 *db, const char *schema, int pages)
 
     if (pages >= BACKSTOP_PAGES) {
         int log = 0, copied = 0;
-        if (sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, &log, &copied) ==
-                SQLITE_OK && log > 0 && copied == log)
-            sqlite_wal_backfilled();
+        (void)wal_checkpoint(db, schema, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
         return SQLITE_OK;
     }
     if (pages < __atomic_load_n(&c->last_pages, __ATOMIC_RELAXED))   /* the WAL started over */

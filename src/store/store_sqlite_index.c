@@ -487,10 +487,7 @@ int sqlite_index_search_papers(struct sqlite_store *st, const struct paper_query
         int step = hit_row(ix, stmt, &ix->data->papers, i);
         if (step == SQLITE_ROW && !(rc = sqlite_paper_from_row(st, stmt, &hit->paper, err))) {
             hit->score = ix->hits[i].score;
-            if (paper_query_accepts(query, &hit->paper))
-                out->n++;
-            else
-                store_paper_release(&hit->paper);
+            paper_hits_offer(query, out);
         } else if (!rc) {
             rc = sqlite_fail(st, step == SQLITE_DONE ? SQLITE_CORRUPT : step, "search_papers", err);
         }
