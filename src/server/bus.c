@@ -168,7 +168,7 @@ static void ring_push(struct bus *bus, const char *correlation_id)
 }
 
 int bus_open(struct bus *bus, const char *correlation_id, const char *conversation_id,
-             const char *owner, int64_t now_ms)
+             const char *owner, int quiet, int64_t now_ms)
 {
     json_t *rec;
     int rc = KEEL_OK;
@@ -177,9 +177,10 @@ int bus_open(struct bus *bus, const char *correlation_id, const char *conversati
     make_room(bus);
     if (json_object_size(bus->turns) >= bus->capacity) {
         rc = KEEL_EFAIL;
-    } else if (!(rec = json_pack("{s:i, s:s, s:s, s:[], s:I}", "status", BUS_QUEUED,
+    } else if (!(rec = json_pack("{s:i, s:s, s:s, s:[], s:I, s:b}", "status", BUS_QUEUED,
                                  "conversation_id", conversation_id, "owner",
-                                 owner ? owner : "", "events", "opened", (json_int_t)now_ms)) ||
+                                 owner ? owner : "", "events", "opened", (json_int_t)now_ms,
+                                 "quiet", quiet)) ||
                json_object_set_new(bus->turns, correlation_id, rec)) {
         rc = KEEL_ENOMEM;
     } else {
@@ -299,6 +300,18 @@ enum bus_status bus_read(struct bus *bus, const char *correlation_id, long after
     }
     pthread_mutex_unlock(&bus->lock);
     return status;
+}
+
+int bus_events_kept(struct bus *bus, const char *correlation_id)
+{
+    json_t *rec;
+    int kept;
+
+    pthread_mutex_lock(&bus->lock);
+    rec = json_object_get(bus->turns, correlation_id);
+    kept = rec && !json_is_true(json_object_get(rec, "quiet"));
+    pthread_mutex_unlock(&bus->lock);
+    return kept;
 }
 
 int bus_owner(struct bus *bus, const char *correlation_id, char *out, size_t n)

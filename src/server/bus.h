@@ -32,9 +32,17 @@ struct bus *bus_new(size_t capacity, int64_t keep_ms, void (*notify)(void *, int
 void bus_free(struct bus *bus);
 
 /* Starts the record of a queued turn. KEEL_ENOMEM; KEEL_EFAIL when the
- * bus holds `capacity` unfinished turns. */
+ * bus holds `capacity` unfinished turns. A `quiet` turn is one no reader
+ * can follow while it runs (a ?wait=1 request: its correlation id is
+ * first told in its answer): its publisher puts only its last event (done
+ * or error) on the bus, and bus_events_kept says so to readers. */
 int bus_open(struct bus *bus, const char *correlation_id, const char *conversation_id,
-             const char *owner, int64_t now_ms);
+             const char *owner, int quiet, int64_t now_ms);
+
+/* 1 when the bus holds every event of the turn so far; 0 when it does
+ * not know the turn or the turn is quiet (its events are the store's,
+ * once it is done). */
+int bus_events_kept(struct bus *bus, const char *correlation_id);
 
 /* The owner given at bus_open ("" for none) into `out`; 0 when the bus
  * does not know the turn. */

@@ -28,6 +28,7 @@ struct job {
     int64_t now_ms;             /* 0: the clock when the turn runs */
     char traceparent[64];       /* the caller's W3C traceparent, "" when none */
     char *scenario_json;        /* owned: the request's active_scenario (seed 004), or NULL */
+    int quiet;                  /* nobody can follow it while it runs (bus_open's `quiet`) */
     struct job *next;
 };
 

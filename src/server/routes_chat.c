@@ -225,7 +225,7 @@ int chat_enqueue(struct server *srv, struct evhttp_request *req, const struct pr
     char pack[64];
     int created;
 
-    if (bus_open(srv->bus, job->correlation_id, job->conversation_id, job->owner,
+    if (bus_open(srv->bus, job->correlation_id, job->conversation_id, job->owner, job->quiet,
                  keel_clock_now())) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
         http_error(req, 503, "busy", NULL, "too many turns in progress");
@@ -258,6 +258,7 @@ void route_chat(struct server *srv, struct evhttp_request *req, const struct pri
     struct keel_error err;
     char wait_buf[8], cid[KEEL_ID_MAX], conv[KEEL_ID_MAX + 96];
     const char *wait = http_query(req, "wait", wait_buf, sizeof(wait_buf));
+    int waiting = wait && strcmp(wait, "0");
     json_t *body = NULL, *scenario, *id, *pack;
     struct job *job;
 
@@ -303,11 +304,14 @@ void route_chat(struct server *srv, struct evhttp_request *req, const struct pri
             goto out;
         }
     }
+    /* A waiting client learns the turn's correlation id from its answer:
+     * nobody can follow its events while it runs. */
+    job->quiet = waiting;
     if (chat_enqueue(srv, req, who, job, cid, conv, sizeof(conv))) {
         job_free(job);
         goto out;
     }
-    if (wait && strcmp(wait, "0")) {
+    if (waiting) {
         chat_wait(srv, req, cid, FORMAT_KEEL, NULL);
         goto out;
     }

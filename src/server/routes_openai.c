@@ -191,6 +191,7 @@ void route_completions(struct server *srv, struct evhttp_request *req,
                    json_string_value(model), 1);
     if (!job)
         goto out;
+    job->quiet = !stream;   /* the completion's id is first told in the answer */
     if (chat_enqueue(srv, req, who, job, cid, conv, sizeof(conv))) {
         job_free(job);
         goto out;

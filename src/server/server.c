@@ -37,6 +37,25 @@ static void notify(void *arg, int ended)
         event_active(srv->wake, EV_READ, 0);
 }
 
+/* The loop's event base. With epoll, changes to a socket's events
+ * (evhttp turns reading and writing on and off several times per request)
+ * are collected and made once per loop pass, not a syscall each: ~4
+ * epoll_ctl per request fewer, a few percent of a turn over HTTP.
+ * libevent's caveat for the changelist (descriptors shared by dup()) does
+ * not apply: the server dups none. */
+static struct event_base *loop_base_new(void)
+{
+    struct event_config *cfg = event_config_new();
+    struct event_base *base;
+
+    if (!cfg)
+        return NULL;
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    return base;
+}
+
 static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -250,7 +269,7 @@ int server_run(const struct server_options *options, struct keel_error *err)
         (rc = server_scenarios_load(&srv, err)))
         goto out;
     rc = KEEL_ENOMEM;
-    if (!(srv.base = event_base_new()) || !(srv.http = evhttp_new(srv.base)) ||
+    if (!(srv.base = loop_base_new()) || !(srv.http = evhttp_new(srv.base)) ||
         !(srv.queue = queue_new(srv.n_workers, SERVER_QUEUE_MAX)) ||
         !(srv.bus = bus_new(SERVER_QUEUE_MAX * 4, BUS_KEEP_MS, notify, &srv)) ||
         !(srv.wake = event_new(srv.base, -1, EV_PERSIST, on_wake, &srv)) ||

@@ -323,7 +323,9 @@ void stream_open(struct server *srv, struct evhttp_request *req, const char *cid
     enum bus_status status = bus_read(srv->bus, cid, 0, NULL, NULL, NULL, NULL, 0);
     struct stream *s;
 
-    if (status == BUS_UNKNOWN) {   /* finished long ago: replay from the store */
+    /* Finished long ago, or finished quietly (a ?wait=1 turn, whose
+     * stage lines and answer pieces were not kept): replay from the store. */
+    if (status == BUS_UNKNOWN || (status == BUS_DONE && !bus_events_kept(srv->bus, cid))) {
         struct keel_error err;
         json_t *turn = NULL, *events, *event;
         struct evbuffer *out;

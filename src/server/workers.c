@@ -36,6 +36,7 @@ struct turn_ctx {
     const char *correlation_id;
     uint64_t stage_start[METRICS_STAGES];   /* monotonic ns */
     int streamed;                           /* model tokens went out and were not voided */
+    int quiet;                              /* the job's: only the last event goes on the bus */
 };
 
 static uint64_t now_ns(void)
@@ -67,6 +68,8 @@ static void on_token(void *arg, const char *text, size_t n)
     struct turn_ctx *c = arg;
 
     c->streamed = text != NULL;
+    if (c->quiet)
+        return;
     if (!text)
         bus_publish(c->bus, c->correlation_id, "reset",
                     json_pack("{s:s}", "reason", "the model stopped; the answer follows"));
@@ -79,8 +82,8 @@ static void on_event(void *arg, const struct pipeline_event *event)
     struct turn_ctx *c = arg;
 
     time_stage(c, event);
-    if (!event->user_message)
-        return;   /* a technical line */
+    if (!event->user_message || c->quiet)
+        return;   /* a technical line, or nobody to see it */
     bus_publish(c->bus, c->correlation_id, "stage",
                 json_pack("{s:s, s:s, s:s}", "stage", event->stage, "kind", event->kind,
                           "message", event->user_message));
@@ -149,7 +152,7 @@ json_t *server_result_summary(const json_t *result)
 static void run_job(struct worker *w, struct job *job)
 {
     struct server *srv = w->srv;
-    struct turn_ctx ctx = {srv->bus, &srv->metrics, job->correlation_id, {0}, 0};
+    struct turn_ctx ctx = {srv->bus, &srv->metrics, job->correlation_id, {0}, 0, job->quiet};
     uint64_t t0 = now_ns();
     int p = server_pack_index(srv, job->pack);
     struct turn_request req = {
@@ -192,7 +195,7 @@ static void run_job(struct worker *w, struct job *job)
     if (!result)
         atomic_fetch_add(&srv->metrics.errors, 1);
     if (result && (summary = server_result_summary(result))) {
-        if (!json_is_true(json_object_get(result, "streamed")))
+        if (!job->quiet && !json_is_true(json_object_get(result, "streamed")))
             publish_tokens(srv->bus, job->correlation_id,
                            json_string_value(json_object_get(result, "answer")));
         bus_publish(srv->bus, job->correlation_id, "done", json_incref(summary));
@@ -203,7 +206,7 @@ static void run_job(struct worker *w, struct job *job)
             keel_error_set(&err, KEEL_ENOMEM, "turn", "out of memory");
         error = json_pack("{s:i, s:s, s:s}", "code", err.code, "field", err.field, "message",
                           err.message);
-        if (ctx.streamed)   /* the streamed answer was never stored */
+        if (ctx.streamed && !job->quiet)   /* the streamed answer was never stored */
             bus_publish(srv->bus, job->correlation_id, "reset",
                         json_pack("{s:s}", "reason", "the turn failed"));
         bus_publish(srv->bus, job->correlation_id, "error", json_incref(error));

@@ -251,17 +251,34 @@ test_serve_evhttp_caps_answer_json() {
     serve_stop
 }
 
+# A stream of a finished turn is the same whether the bus still holds its
+# events or the store replays them (after a restart). A ?wait=1 turn is
+# quiet (nobody can follow it while it runs, so its stage lines and
+# answer pieces are not kept on the bus): its stream comes from the store
+# at once and still has every event.
 test_serve_replays_a_stream_after_restart() {
     serve_start "$TMP/serve4.db"
+    post '/v1/chat' '{"message": "find papers on graph neural networks"}'
+    expect_code 202
+    queued=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    curl -s -N --max-time 20 "$URL/v1/stream/$queued" > "$TMP/live_queued.txt"
     post '/v1/chat?wait=1' '{"message": "find papers on graph neural networks"}'
     expect_code 200
     cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
     curl -s -N --max-time 20 "$URL/v1/stream/$cid" > "$TMP/live.txt"
     serve_stop
     serve_start "$TMP/serve4.db"
+    curl -s -N --max-time 20 "$URL/v1/stream/$queued" > "$TMP/replay_queued.txt"
+    cmp -s "$TMP/live_queued.txt" "$TMP/replay_queued.txt" ||
+        fail "replay differs: $(diff "$TMP/live_queued.txt" "$TMP/replay_queued.txt" | head -n 10)"
     curl -s -N --max-time 20 "$URL/v1/stream/$cid" > "$TMP/replay.txt"
     cmp -s "$TMP/live.txt" "$TMP/replay.txt" ||
         fail "replay differs: $(diff "$TMP/live.txt" "$TMP/replay.txt" | head -n 10)"
+    # the two turns said the same, numbered the same
+    [ "$(grep -v '^data: ' "$TMP/live.txt")" = "$(grep -v '^data: ' "$TMP/live_queued.txt")" ] ||
+        fail "the waited turn's stream differs: $(grep -c '^id: ' "$TMP/live.txt") events"
+    grep -q '^event: stage$' "$TMP/live.txt" || fail "the waited turn's stream has no stage line"
+    grep -q '^event: token$' "$TMP/live.txt" || fail "the waited turn's stream has no answer piece"
     n=$(grep -c '^id: ' "$TMP/replay.txt")
     curl -s -N --max-time 20 -H "Last-Event-ID: $((n - 2))" "$URL/v1/stream/$cid" > "$TMP/resumed.txt"
     [ "$(grep '^id: ' "$TMP/resumed.txt" | cut -c5- | tr '\n' ' ')" = "$((n - 1)) $n " ] ||

@@ -117,7 +117,7 @@ START_TEST(test_bus_numbers_events_and_keeps_results)
     char conv[64], owner[32];
 
     notified = notified_ended = 0;
-    ck_assert_int_eq(bus_open(bus, "turn_1", "conv_1", "alice", 0), KEEL_OK);
+    ck_assert_int_eq(bus_open(bus, "turn_1", "conv_1", "alice", 0, 0), KEEL_OK);
     ck_assert_int_eq(bus_read(bus, "turn_1", 0, NULL, NULL, NULL, NULL, 0), BUS_QUEUED);
     bus_running(bus, "turn_1");
     ck_assert_int_eq(bus_publish(bus, "turn_1", "stage", json_pack("{s:s}", "m", "a")), 1);
@@ -142,11 +142,15 @@ START_TEST(test_bus_numbers_events_and_keeps_results)
     ck_assert_int_eq(notified_ended, 1);   /* only the finish says a turn ended */
 
     /* Capacity 3: finished turns make room, running ones do not. */
-    ck_assert_int_eq(bus_open(bus, "turn_2", "c", "", 0), KEEL_OK);
-    ck_assert_int_eq(bus_open(bus, "turn_3", "c", "", 0), KEEL_OK);
-    ck_assert_int_eq(bus_open(bus, "turn_4", "c", "", 0), KEEL_OK);   /* turn_1 goes */
+    ck_assert(bus_events_kept(bus, "turn_1"));
+    ck_assert(!bus_events_kept(bus, "turn_nope"));
+    ck_assert_int_eq(bus_open(bus, "turn_2", "c", "", 0, 0), KEEL_OK);
+    ck_assert_int_eq(bus_open(bus, "turn_3", "c", "", 1, 0), KEEL_OK);   /* quiet */
+    ck_assert(bus_events_kept(bus, "turn_2"));
+    ck_assert(!bus_events_kept(bus, "turn_3"));
+    ck_assert_int_eq(bus_open(bus, "turn_4", "c", "", 0, 0), KEEL_OK);   /* turn_1 goes */
     ck_assert_int_eq(bus_read(bus, "turn_1", 0, NULL, NULL, NULL, NULL, 0), BUS_UNKNOWN);
-    ck_assert_int_eq(bus_open(bus, "turn_5", "c", "", 0), KEEL_EFAIL);
+    ck_assert_int_eq(bus_open(bus, "turn_5", "c", "", 0, 0), KEEL_EFAIL);
     /* A failed turn keeps its error; expiry forgets finished turns only. */
     bus_finish(bus, "turn_2", NULL, json_pack("{s:i}", "code", 1), 200);
     ck_assert_int_eq(bus_read(bus, "turn_2", 0, NULL, NULL, &error, NULL, 0), BUS_FAILED);
@@ -165,16 +169,16 @@ START_TEST(test_bus_frees_dropped_records_on_finish)
     struct bus *bus = bus_new(2, 1000000, count_notify, NULL);
     json_t *result = json_object(), *later = json_object();
 
-    ck_assert_int_eq(bus_open(bus, "turn_1", "c", "", 0), KEEL_OK);
-    ck_assert_int_eq(bus_open(bus, "turn_2", "c", "", 0), KEEL_OK);
+    ck_assert_int_eq(bus_open(bus, "turn_1", "c", "", 0, 0), KEEL_OK);
+    ck_assert_int_eq(bus_open(bus, "turn_2", "c", "", 0, 0), KEEL_OK);
     bus_finish(bus, "turn_1", json_incref(result), NULL, 10);
     ck_assert_uint_eq(result->refcount, 2);   /* ours and the record's */
-    ck_assert_int_eq(bus_open(bus, "turn_3", "c", "", 0), KEEL_OK);   /* turn_1 goes */
+    ck_assert_int_eq(bus_open(bus, "turn_3", "c", "", 0, 0), KEEL_OK);   /* turn_1 goes */
     ck_assert_int_eq(bus_read(bus, "turn_1", 0, NULL, NULL, NULL, NULL, 0), BUS_UNKNOWN);
     ck_assert_uint_eq(result->refcount, 2);   /* dropped, not yet freed */
     bus_finish(bus, "turn_2", json_incref(later), NULL, 20);
     ck_assert_uint_eq(result->refcount, 1);   /* freed by the finish */
-    ck_assert_int_eq(bus_open(bus, "turn_4", "c", "", 0), KEEL_OK);   /* turn_2 goes */
+    ck_assert_int_eq(bus_open(bus, "turn_4", "c", "", 0, 0), KEEL_OK);   /* turn_2 goes */
     ck_assert_uint_eq(later->refcount, 2);
     bus_free(bus);
     ck_assert_uint_eq(later->refcount, 1);
@@ -193,34 +197,34 @@ START_TEST(test_bus_drops_oldest_finished_first)
 
     for (int i = 0; i < 4; i++) {
         snprintf(id, sizeof(id), "turn_%d", i);
-        ck_assert_int_eq(bus_open(bus, id, "c", "", 0), KEEL_OK);
+        ck_assert_int_eq(bus_open(bus, id, "c", "", 0, 0), KEEL_OK);
     }
     /* finished in the order 2, 0, 3; turn_1 keeps running */
     bus_finish(bus, "turn_2", json_object(), NULL, 10);
     bus_finish(bus, "turn_0", json_object(), NULL, 20);
     bus_finish(bus, "turn_3", json_object(), NULL, 30);
-    ck_assert_int_eq(bus_open(bus, "turn_4", "c", "", 0), KEEL_OK);   /* turn_2 goes */
+    ck_assert_int_eq(bus_open(bus, "turn_4", "c", "", 0, 0), KEEL_OK);   /* turn_2 goes */
     ck_assert_int_eq(bus_read(bus, "turn_2", 0, NULL, NULL, NULL, NULL, 0), BUS_UNKNOWN);
     ck_assert_int_eq(bus_read(bus, "turn_0", 0, NULL, NULL, NULL, NULL, 0), BUS_DONE);
     bus_forget_conversation(bus, "c");   /* turn_0 and turn_3 go; their ids stay in the ring */
-    ck_assert_int_eq(bus_open(bus, "turn_5", "c", "", 0), KEEL_OK);
-    ck_assert_int_eq(bus_open(bus, "turn_6", "c", "", 0), KEEL_OK);
+    ck_assert_int_eq(bus_open(bus, "turn_5", "c", "", 0, 0), KEEL_OK);
+    ck_assert_int_eq(bus_open(bus, "turn_6", "c", "", 0, 0), KEEL_OK);
     /* full of running turns: nothing to drop */
-    ck_assert_int_eq(bus_open(bus, "turn_7", "c", "", 0), KEEL_EFAIL);
+    ck_assert_int_eq(bus_open(bus, "turn_7", "c", "", 0, 0), KEEL_EFAIL);
     /* Many turns later the ring has wrapped several times. */
     for (int i = 8; i < 200; i++) {
         char prev[32];
         snprintf(prev, sizeof(prev), "turn_%d", i == 8 ? 4 : i - 1);
         bus_finish(bus, prev, json_object(), NULL, 100 + i);
         snprintf(id, sizeof(id), "turn_%d", i);
-        ck_assert_int_eq(bus_open(bus, id, "c", "", 0), KEEL_OK);
+        ck_assert_int_eq(bus_open(bus, id, "c", "", 0, 0), KEEL_OK);
     }
     /* each new turn dropped the one finished just before */
     ck_assert_int_eq(bus_read(bus, "turn_198", 0, NULL, NULL, NULL, NULL, 0), BUS_UNKNOWN);
     ck_assert_int_eq(bus_read(bus, "turn_199", 0, NULL, NULL, NULL, NULL, 0), BUS_QUEUED);
     bus_finish(bus, "turn_199", json_object(), NULL, 500);
     bus_finish(bus, "turn_5", json_object(), NULL, 600);
-    ck_assert_int_eq(bus_open(bus, "turn_200", "c", "", 0), KEEL_OK);   /* turn_199 goes */
+    ck_assert_int_eq(bus_open(bus, "turn_200", "c", "", 0, 0), KEEL_OK);   /* turn_199 goes */
     ck_assert_int_eq(bus_read(bus, "turn_199", 0, NULL, NULL, NULL, NULL, 0), BUS_UNKNOWN);
     ck_assert_int_eq(bus_read(bus, "turn_5", 0, NULL, NULL, NULL, NULL, 0), BUS_DONE);
     ck_assert_int_eq(bus_read(bus, "turn_1", 0, NULL, NULL, NULL, NULL, 0), BUS_QUEUED);
