@@ -44,6 +44,8 @@ static int json_piece(char *out, size_t n, const char *before, const char *text,
     return rc;
 }
 
+#define EVENTS_TEXT_FIRST 8192
+
 /* Appends an emitted event's text to t->events_text: the keys in sorted
  * order with the same values as the event object, as keel_json_append
  * writes the events array, without correlation_id when
@@ -77,6 +79,9 @@ static int event_text(struct turn *t, int kind, const char *kind_name, const cha
         else
             rc = json_piece(t->event_parts.head, sizeof(t->event_parts.head),
                             "{\"correlation_id\":", t->correlation_id, ",\"extra\":");
+        /* Room for a usual turn's events at once (~6 KB): growing from
+         * 64 bytes by doubling cost seven reallocs a turn. */
+        rc = rc ? rc : keel_buf_grow(b, EVENTS_TEXT_FIRST);
         rc = rc ? rc : json_piece(t->event_parts.tail, sizeof(t->event_parts.tail), ",\"ts\":",
                                   ts, ",\"user_message\":");
         if (rc)

@@ -1,22 +1,34 @@
 /*
  * bus.c — the in-process event bus of bus.h: a JSON object of records
- * under one mutex. Records are small (a turn's user-level events), and
- * readers copy what they need, so the lock is held briefly.
+ * under one mutex. A record keeps its events as their SSE text and its
+ * result as JSON text, written by the publishing worker before it takes
+ * the lock: the loop thread sends them as they are, and dropping a
+ * record frees a few strings rather than the trees of values a turn
+ * made. Readers copy what they need, so the lock is held briefly.
  */
 #include "server/bus.h"
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/buf.h"
 #include "core/error.h"
 #include "core/id.h"
+#include "core/json.h"
+
+/* An event's data: as the SSE data line has always carried it. */
+#define EVENT_FLAGS (JSON_COMPACT | JSON_SORT_KEYS)
+/* A quiet turn's result: as the ?wait=1 body has always carried it. */
+#define BODY_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(10))
 
 struct bus {
     pthread_mutex_t lock;
-    json_t *turns;           /* correlation id -> {status, conversation_id, events, result,
-                              * error, finished} */
+    json_t *turns;           /* correlation id -> {status, conversation_id, owner, opened,
+                              * quiet, events (SSE texts), result (JSON text), error,
+                              * finished} */
     /* Correlation ids in the order their turns finished, a ring of
      * 2 x capacity: make_room takes the oldest finished record from its
      * front instead of looking at every record. Ids of records already
@@ -207,22 +219,75 @@ void bus_running(struct bus *bus, const char *correlation_id)
     wake(bus, 0);
 }
 
+char *bus_frame(long id, const char *name, const char *data, size_t data_len, size_t *len)
+{
+    struct keel_buf b;
+
+    keel_buf_init(&b, 0);
+    if (keel_buf_grow(&b, data_len + 64) ||
+        keel_buf_addf(&b, "id: %ld\nevent: %s\ndata: ", id, name) ||
+        keel_buf_add(&b, data, data_len) || keel_buf_add(&b, "\n\n", 2)) {
+        keel_buf_release(&b);
+        return NULL;
+    }
+    return keel_buf_detach(&b, len);
+}
+
+int bus_frame_parse(const char *frame, size_t len, long *id, char *name, size_t name_n,
+                    const char **data, size_t *data_len)
+{
+    const char *end = frame + len, *p, *nl;
+    char *after;
+
+    if (len < 4 || strncmp(frame, "id: ", 4))
+        return -1;
+    *id = strtol(frame + 4, &after, 10);
+    p = after;
+    if (end - p < 8 || strncmp(p, "\nevent: ", 8))
+        return -1;
+    p += 8;
+    if (!(nl = memchr(p, '\n', (size_t)(end - p))) || (size_t)(nl - p) >= name_n)
+        return -1;
+    memcpy(name, p, (size_t)(nl - p));
+    name[nl - p] = '\0';
+    p = nl + 1;
+    if (end - p < 8 || strncmp(p, "data: ", 6) || strncmp(end - 2, "\n\n", 2))
+        return -1;
+    *data = p + 6;
+    *data_len = (size_t)(end - 2 - *data);
+    return 0;
+}
+
+/* Appends an event's SSE text (its data already JSON text) to record
+ * `rec`, under the lock; returns its number, or 0 when memory ran out. */
+static long append_text(json_t *rec, const char *name, const char *data, size_t data_len)
+{
+    json_t *events = json_object_get(rec, "events"), *text;
+    long id = (long)json_array_size(events) + 1;
+    size_t len;
+    char *frame = bus_frame(id, name, data, data_len, &len);
+
+    text = frame ? json_stringn_nocheck(frame, len) : NULL;
+    keel_free(frame);
+    return text && !json_array_append_new(events, text) ? id : 0;
+}
+
 long bus_append(struct bus *bus, const char *correlation_id, const char *name, json_t *data)
 {
-    json_t *rec, *events, *event;
+    size_t len = 0;
+    char *text = data ? keel_json_dumps_len(data, EVENT_FLAGS | JSON_ENCODE_ANY, 0, &len) : NULL;
+    json_t *rec;
     long id = 0;
 
+    json_decref(data);
+    if (!text)
+        return 0;
     pthread_mutex_lock(&bus->lock);
     rec = json_object_get(bus->turns, correlation_id);
-    events = json_object_get(rec, "events");
-    if (events && data) {
-        id = (long)json_array_size(events) + 1;
-        event = json_pack("{s:I, s:s, s:O}", "id", (json_int_t)id, "event", name, "data", data);
-        if (!event || json_array_append_new(events, event))
-            id = 0;
-    }
+    if (rec)
+        id = append_text(rec, name, text, len);
     pthread_mutex_unlock(&bus->lock);
-    json_decref(data);
+    keel_free(text);
     return id;
 }
 
@@ -245,18 +310,46 @@ long bus_finished(struct bus *bus)
     return n;
 }
 
+/* 1 when the turn was opened quiet. */
+static int is_quiet(struct bus *bus, const char *correlation_id)
+{
+    int quiet;
+
+    pthread_mutex_lock(&bus->lock);
+    quiet = json_is_true(json_object_get(json_object_get(bus->turns, correlation_id), "quiet"));
+    pthread_mutex_unlock(&bus->lock);
+    return quiet;
+}
+
 void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, json_t *error,
                 int64_t now_ms)
 {
+    int quiet = is_quiet(bus, correlation_id);
+    size_t len = 0, error_len = 0;
+    /* Written before the lock: the result as its `done` event's data, or
+     * (quiet: it has no events) as the waiting request's body. */
+    char *text = result ? keel_json_dumps_len(result, quiet ? BODY_FLAGS : EVENT_FLAGS, 0, &len)
+                        : NULL;
+    char *error_text = NULL;
     json_t *rec;
 
+    if (result && !text && !error)   /* out of memory: the turn fails rather than hangs */
+        error = json_pack("{s:i, s:s, s:s}", "code", KEEL_ENOMEM, "field", "", "message",
+                          "out of memory");
+    if (error && !quiet)
+        error_text = keel_json_dumps_len(error, EVENT_FLAGS, 0, &error_len);
+    json_decref(result);
     pthread_mutex_lock(&bus->lock);
     rec = json_object_get(bus->turns, correlation_id);
     if (rec) {
-        json_object_set_new(rec, "status", json_integer(error ? BUS_FAILED : BUS_DONE));
-        if (result)
-            json_object_set(rec, "result", result);
-        if (error)
+        if (!quiet && text)
+            append_text(rec, "done", text, len);
+        else if (!quiet && error_text)
+            append_text(rec, "error", error_text, error_len);
+        json_object_set_new(rec, "status", json_integer(text ? BUS_DONE : BUS_FAILED));
+        if (text)
+            json_object_set_new(rec, "result", json_stringn_nocheck(text, len));
+        else if (error)
             json_object_set(rec, "error", error);
         json_object_set_new(rec, "finished", json_integer(now_ms));
         ring_push(bus, correlation_id);
@@ -264,7 +357,8 @@ void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, jso
     }
     bus->finished_turns++;   /* also for a turn the bus forgot: its waiter must hear */
     pthread_mutex_unlock(&bus->lock);
-    json_decref(result);
+    keel_free(text);
+    keel_free(error_text);
     json_decref(error);
     wake(bus, 1);
     free_dead(bus);   /* after the wake: the loop need not wait for this */
@@ -274,7 +368,7 @@ enum bus_status bus_read(struct bus *bus, const char *correlation_id, long after
                          json_t **result, json_t **error, char *conversation_id, size_t n)
 {
     enum bus_status status = BUS_UNKNOWN;
-    json_t *rec;
+    json_t *rec, *text = NULL;
 
     if (events)
         *events = NULL;
@@ -291,7 +385,7 @@ enum bus_status bus_read(struct bus *bus, const char *correlation_id, long after
             for (size_t i = after > 0 ? (size_t)after : 0; i < json_array_size(all); i++)
                 json_array_append(*events, json_array_get(all, i));
         if (result)
-            *result = json_incref(json_object_get(rec, "result"));
+            text = json_incref(json_object_get(rec, "result"));
         if (error)
             *error = json_incref(json_object_get(rec, "error"));
         if (conversation_id && n)
@@ -299,7 +393,27 @@ enum bus_status bus_read(struct bus *bus, const char *correlation_id, long after
                      json_string_value(json_object_get(rec, "conversation_id")));
     }
     pthread_mutex_unlock(&bus->lock);
+    if (text)   /* parsed outside the lock, for a reader that wants the value (a poll) */
+        *result = json_loadb(json_string_value(text), json_string_length(text), 0, NULL);
+    json_decref(text);
     return status;
+}
+
+char *bus_result_text(struct bus *bus, const char *correlation_id, size_t spare, size_t *len)
+{
+    json_t *text;
+    char *copy = NULL;
+
+    pthread_mutex_lock(&bus->lock);
+    text = json_incref(json_object_get(json_object_get(bus->turns, correlation_id), "result"));
+    pthread_mutex_unlock(&bus->lock);
+    if (text && (copy = keel_malloc(json_string_length(text) + 1 + spare))) {
+        memcpy(copy, json_string_value(text), json_string_length(text) + 1);
+        if (len)
+            *len = json_string_length(text);
+    }
+    json_decref(text);
+    return copy;
 }
 
 int bus_events_kept(struct bus *bus, const char *correlation_id)

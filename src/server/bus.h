@@ -50,8 +50,10 @@ int bus_owner(struct bus *bus, const char *correlation_id, char *out, size_t n);
 
 void bus_running(struct bus *bus, const char *correlation_id);
 
-/* Appends event `name` ("stage", "token", "done", "error") with `data`
- * (stolen) and returns its number, or 0 (unknown turn, out of memory). */
+/* Appends event `name` ("stage", "token", "reset") with `data` (stolen)
+ * and returns its number, or 0 (unknown turn, out of memory). The bus
+ * keeps the event as its SSE text (bus_frame), its data written compact
+ * with sorted keys. */
 long bus_publish(struct bus *bus, const char *correlation_id, const char *name, json_t *data);
 
 /* As bus_publish, without waking the loop: for a burst of events (an
@@ -62,16 +64,38 @@ long bus_append(struct bus *bus, const char *correlation_id, const char *name, j
  * loop looks at its ?wait=1 waiters only when it has changed. */
 long bus_finished(struct bus *bus);
 
-/* Ends a turn: `result` (stolen) on success, else `error` (stolen). */
+/* Ends a turn: `result` (stolen) on success, else `error` (stolen). Its
+ * last event, `done` with the result as data or `error`, is appended
+ * first, unless the turn is quiet. The bus keeps the result as JSON text:
+ * the `done` event's data, or for a quiet turn compact in the order it
+ * was built with reals to 10 digits (a ?wait=1 body, bus_result_text). */
 void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, json_t *error,
                 int64_t now_ms);
 
 /* What a reader sees: the status (BUS_UNKNOWN when the bus does not know
- * the turn), the events numbered above `after` as a new array of {id,
- * event, data} (may be NULL when not wanted), the result or error (new
- * references, NULL when none) and the conversation id. */
+ * the turn), the events numbered above `after` as a new array of their
+ * SSE texts (JSON strings, see bus_frame; may be NULL when not wanted),
+ * the result (parsed from its text) or error (new references, NULL when
+ * none) and the conversation id. */
 enum bus_status bus_read(struct bus *bus, const char *correlation_id, long after, json_t **events,
                          json_t **result, json_t **error, char *conversation_id, size_t n);
+
+/* The result of a done turn as the bus keeps it (bus_finish): a copy the
+ * caller frees with keel_free, with room for `spare` more bytes after its
+ * NUL, and its length in *len; NULL when there is none or memory ran out. */
+char *bus_result_text(struct bus *bus, const char *correlation_id, size_t spare, size_t *len);
+
+/* Event `id` named `name` with `data_len` bytes of JSON text `data` as
+ * SSE text, "id: ID\nevent: NAME\ndata: DATA\n\n" (a new string, its
+ * length in *len), or NULL when out of memory. Streams replayed from the
+ * store are written by it too, so they are the same bytes. */
+char *bus_frame(long id, const char *name, const char *data, size_t data_len, size_t *len);
+
+/* Splits an event's SSE text (bus_frame) back into its number, its name
+ * (into `name`, of `name_n` bytes) and its data (a pointer into `frame`
+ * and a length). 0, or -1 when `frame` is not such a text. */
+int bus_frame_parse(const char *frame, size_t len, long *id, char *name, size_t name_n,
+                    const char **data, size_t *data_len);
 
 /* Forgets the finished turns of a conversation (it was deleted): their
  * results and events are no longer served. */

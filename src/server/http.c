@@ -77,16 +77,10 @@ static void free_text(const void *data, size_t len, void *arg)
     keel_free((void *)data);
 }
 
-/* The body text (a turn's result is tens of KB) is handed to the reply
- * by reference, with its newline in the room keel_json_dumps left after
- * its NUL: no second buffer and copy per response. */
-void http_json(struct evhttp_request *req, int status, json_t *body)
+void http_json_text(struct evhttp_request *req, int status, char *text, size_t len,
+                    const char *correlation_id)
 {
     struct evbuffer *out = evbuffer_new();
-    size_t len = 0;
-    char *text = body ? keel_json_dumps_len(body, JSON_COMPACT | JSON_REAL_PRECISION(10), 1, &len)
-                      : NULL;
-    const char *cid = json_string_value(json_object_get(body, "correlation_id"));
 
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       "application/json");
@@ -97,11 +91,24 @@ void http_json(struct evhttp_request *req, int status, json_t *body)
         evhttp_send_error(req, 500, "out of memory");
         http_log(req, 500, NULL);
     } else {
-        http_log(req, status, cid);
+        http_log(req, status, correlation_id);
         evhttp_send_reply(req, status, status == 429 ? "Too Many Requests" : NULL, out);
     }
     if (out)
         evbuffer_free(out);
+}
+
+/* The body text (a turn's result is tens of KB) is handed to the reply
+ * by reference, with its newline in the room keel_json_dumps left after
+ * its NUL: no second buffer and copy per response. */
+void http_json(struct evhttp_request *req, int status, json_t *body)
+{
+    size_t len = 0;
+    char *text = body ? keel_json_dumps_len(body, JSON_COMPACT | JSON_REAL_PRECISION(10), 1, &len)
+                      : NULL;
+
+    http_json_text(req, status, text, len,
+                   json_string_value(json_object_get(body, "correlation_id")));
     json_decref(body);
 }
 

@@ -124,6 +124,13 @@ struct server {
 /* Sends `body` (stolen) as JSON with `status`, and logs the request. */
 void http_json(struct evhttp_request *req, int status, json_t *body);
 
+/* As http_json, with the body already JSON text: `len` bytes of `text`
+ * (stolen; keel_malloc'd with a byte of room after its NUL for the
+ * newline added; NULL answers 500). `correlation_id` (or NULL) goes in
+ * the log line. */
+void http_json_text(struct evhttp_request *req, int status, char *text, size_t len,
+                    const char *correlation_id);
+
 /* Sends {"error": {code, message, field}} with `status`; code is a short
  * name ("bad_request", "not_found", …). */
 void http_error(struct evhttp_request *req, int status, const char *code, const char *field,

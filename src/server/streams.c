@@ -35,18 +35,25 @@
 #include "server/server_int.h"
 
 static int key_streams_add(struct server *srv, const char *key_id, int delta);
+static json_t *stored_events(struct server *srv, const json_t *turn);
 
 /* ---- streams -------------------------------------------------------------- */
 
-/* Appends one event in SSE's format to `out`. */
+/* Appends one event {id, event, data} in SSE's format to `out`, the
+ * same text as the bus keeps for a live event (bus_frame). */
 static void sse_add(struct evbuffer *out, const json_t *event)
 {
-    char *data = keel_json_dumps(json_object_get(event, "data"), JSON_COMPACT | JSON_SORT_KEYS);
+    size_t data_len = 0, len = 0;
+    char *data = keel_json_dumps_len(json_object_get(event, "data"),
+                                     JSON_COMPACT | JSON_SORT_KEYS, 0, &data_len);
+    char *frame = data ? bus_frame((long)json_integer_value(json_object_get(event, "id")),
+                                   json_string_value(json_object_get(event, "event")), data,
+                                   data_len, &len)
+                       : NULL;
 
-    if (data)
-        evbuffer_add_printf(out, "id: %lld\nevent: %s\ndata: %s\n\n",
-                            (long long)json_integer_value(json_object_get(event, "id")),
-                            json_string_value(json_object_get(event, "event")), data);
+    if (frame)
+        evbuffer_add(out, frame, len);
+    keel_free(frame);
     keel_free(data);
 }
 
@@ -152,18 +159,21 @@ static void openai_done(struct evbuffer *out)
     evbuffer_add_printf(out, "data: [DONE]\n\n");
 }
 
-/* One bus event on an OpenAI stream: answer pieces become content
- * deltas, `done` the last chunk and [DONE], `error` an error object;
- * stage lines are not part of OpenAI's format. */
-static void openai_event(struct stream *s, struct evbuffer *out, const json_t *event)
+/* One bus event (`name`, its data as `n` bytes of JSON text) on an
+ * OpenAI stream: answer pieces become content deltas, `done` the last
+ * chunk and [DONE], `error` an error object; stage lines are not part of
+ * OpenAI's format. */
+static void openai_event(struct stream *s, struct evbuffer *out, const char *name,
+                         const char *text, size_t n)
 {
-    const char *name = json_string_value(json_object_get(event, "event"));
-    const json_t *data = json_object_get(event, "data");
+    json_t *data = NULL;
 
     if (!s->started) {
         openai_send(out, openai_chunk(s->correlation_id, s->model, NULL, 1, NULL));
         s->started = 1;
     }
+    if (!strcmp(name, "token") || !strcmp(name, "error"))
+        data = json_loadb(text, n, 0, NULL);
     if (!strcmp(name, "token")) {
         openai_send(out, openai_chunk(s->correlation_id, s->model,
                                          json_string_value(json_object_get(data, "text")), 0,
@@ -181,11 +191,34 @@ static void openai_event(struct stream *s, struct evbuffer *out, const json_t *e
                                       "param", json_object_get(data, "field")));
         openai_done(out);
     }
+    json_decref(data);
+}
+
+/* The events of turn `cid` after number `after` as the store replays
+ * them (stored_events), appended to `out`. */
+static int stored_chunk(struct server *srv, const char *cid, long after, struct evbuffer *out,
+                        struct keel_error *err)
+{
+    json_t *turn = NULL, *events, *event;
+    size_t i;
+    int rc = store_get_turn(srv->store, cid, &turn, err);
+
+    if (rc)
+        return rc;
+    events = stored_events(srv, turn);
+    json_array_foreach(events, i, event)
+        if (json_integer_value(json_object_get(event, "id")) > after)
+            sse_add(out, event);
+    json_decref(events);
+    json_decref(turn);
+    return KEEL_OK;
 }
 
 /* Sends what the bus has beyond s->sent as one chunk (or the keep-alive
  * comment when a heartbeat is due and there is nothing new); ends the
- * stream when the turn has ended and all is sent. */
+ * stream when the turn has ended and all is sent. A quiet turn (bus.h)
+ * that ended while the stream was open has its events replayed from the
+ * store. */
 static void stream_pump(struct stream *s)
 {
     json_t *events = NULL, *event;
@@ -200,13 +233,25 @@ static void stream_pump(struct stream *s)
         return;
     }
     json_array_foreach(events, i, event) {
+        const char *frame = json_string_value(event), *data;
+        size_t len = json_string_length(event), data_len;
+        char name[32];
+        long id;
+        if (bus_frame_parse(frame, len, &id, name, sizeof(name), &data, &data_len))
+            continue;
         if (s->format == FORMAT_OPENAI)
-            openai_event(s, out, event);
+            openai_event(s, out, name, data, data_len);
         else
-            sse_add(out, event);
-        s->sent = (long)json_integer_value(json_object_get(event, "id"));
+            evbuffer_add(out, frame, len);
+        s->sent = id;
     }
     json_decref(events);
+    if (status == BUS_DONE && !bus_events_kept(s->srv->bus, s->correlation_id) &&
+        s->format == FORMAT_KEEL) {
+        struct keel_error err;
+        keel_error_clear(&err);
+        stored_chunk(s->srv, s->correlation_id, s->sent, out, &err);   /* else it just ends */
+    }
     if (s->beat && !evbuffer_get_length(out))
         evbuffer_add_printf(out, ": keep-alive\n\n");
     s->beat = 0;
@@ -327,28 +372,23 @@ void stream_open(struct server *srv, struct evhttp_request *req, const char *cid
      * stage lines and answer pieces were not kept): replay from the store. */
     if (status == BUS_UNKNOWN || (status == BUS_DONE && !bus_events_kept(srv->bus, cid))) {
         struct keel_error err;
-        json_t *turn = NULL, *events, *event;
-        struct evbuffer *out;
-        size_t i;
+        struct evbuffer *out = evbuffer_new();
         keel_error_clear(&err);
-        if (store_get_turn(srv->store, cid, &turn, &err)) {
+        if (!out) {
+            http_error(req, 503, "no_memory", NULL, "out of memory");
+            return;
+        }
+        if (stored_chunk(srv, cid, after, out, &err)) {
+            evbuffer_free(out);
             http_keel_error(req, &err);
             return;
         }
-        events = stored_events(srv, turn);
         stream_headers(req);
         http_log(req, 200, cid);
         evhttp_send_reply_start(req, 200, "OK");
-        if ((out = evbuffer_new())) {
-            json_array_foreach(events, i, event)
-                if (json_integer_value(json_object_get(event, "id")) > after)
-                    sse_add(out, event);
-            chunk_send(req, out);
-            evbuffer_free(out);
-        }
+        chunk_send(req, out);
+        evbuffer_free(out);
         evhttp_send_reply_end(req);
-        json_decref(events);
-        json_decref(turn);
         return;
     }
     if (srv->n_streams >= SERVER_STREAMS_MAX) {

@@ -35,14 +35,17 @@ static void waiter_answer(struct waiter *w, enum bus_status status, json_t *resu
                           json_t *error)
 {
     evhttp_connection_set_closecb(evhttp_request_get_connection(w->req), NULL, NULL);
-    if (status == BUS_DONE && w->format == FORMAT_OPENAI)
+    if (status == BUS_DONE && w->format == FORMAT_OPENAI) {
         http_json(w->req, 200, openai_completion(w->model, result));
-    else if (status == BUS_DONE)
-        http_json(w->req, 200, json_incref(result));
-    else
+    } else if (status == BUS_DONE) {   /* the body as the worker wrote it (bus_finish) */
+        size_t len = 0;
+        char *text = bus_result_text(w->srv->bus, w->correlation_id, 1, &len);
+        http_json_text(w->req, 200, text, len, w->correlation_id);
+    } else {
         http_error(w->req, chat_error_status(error), "turn_failed",
                    json_string_value(json_object_get(error, "field")), "%s",
                    json_string_value(json_object_get(error, "message")));
+    }
     waiter_unlink(w);
     keel_free(w);
 }
@@ -83,8 +86,9 @@ void waiters_pump(struct server *srv)
     while (w) {
         struct waiter *next = w->next;
         json_t *result = NULL, *error = NULL;
-        enum bus_status status = bus_read(srv->bus, w->correlation_id, 0, NULL, &result, &error,
-                                          NULL, 0);
+        enum bus_status status =
+            bus_read(srv->bus, w->correlation_id, 0, NULL,
+                     w->format == FORMAT_OPENAI ? &result : NULL, &error, NULL, 0);
         if (status == BUS_DONE || status == BUS_FAILED || status == BUS_UNKNOWN)
             waiter_answer(w, status, result, error);
         json_decref(result);

@@ -198,7 +198,6 @@ static void run_job(struct worker *w, struct job *job)
         if (!job->quiet && !json_is_true(json_object_get(result, "streamed")))
             publish_tokens(srv->bus, job->correlation_id,
                            json_string_value(json_object_get(result, "answer")));
-        bus_publish(srv->bus, job->correlation_id, "done", json_incref(summary));
         bus_finish(srv->bus, job->correlation_id, summary, NULL, keel_clock_now());
     } else {
         json_t *error;
@@ -209,7 +208,6 @@ static void run_job(struct worker *w, struct job *job)
         if (ctx.streamed && !job->quiet)   /* the streamed answer was never stored */
             bus_publish(srv->bus, job->correlation_id, "reset",
                         json_pack("{s:s}", "reason", "the turn failed"));
-        bus_publish(srv->bus, job->correlation_id, "error", json_incref(error));
         bus_finish(srv->bus, job->correlation_id, NULL, error ? error : json_object(),
                    keel_clock_now());
     }

@@ -126,17 +126,24 @@ START_TEST(test_bus_numbers_events_and_keeps_results)
     ck_assert_int_eq(bus_read(bus, "turn_1", 1, &events, NULL, NULL, conv, sizeof(conv)),
                      BUS_RUNNING);
     ck_assert_uint_eq(json_array_size(events), 1);   /* only after event 1 */
-    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(events, 0), "id")), 2);
+    ck_assert_str_eq(json_string_value(json_array_get(events, 0)),
+                     "id: 2\nevent: token\ndata: {\"text\":\"b\"}\n\n");
     ck_assert_str_eq(conv, "conv_1");
     json_decref(events);
     ck_assert(bus_owner(bus, "turn_1", owner, sizeof(owner)));
     ck_assert_str_eq(owner, "alice");
     ck_assert(!bus_owner(bus, "turn_nope", owner, sizeof(owner)));
-    bus_finish(bus, "turn_1", json_pack("{s:s}", "answer", "hi"), NULL, 100);
+    bus_finish(bus, "turn_1", json_pack("{s:s, s:f}", "answer", "hi", "p", 0.1), NULL, 100);
     ck_assert_int_eq(bus_read(bus, "turn_1", 0, NULL, &result, &error, NULL, 0), BUS_DONE);
     ck_assert_str_eq(json_string_value(json_object_get(result, "answer")), "hi");
     ck_assert_ptr_null(error);
     json_decref(result);
+    /* the result is the `done` event bus_finish appended, its data as SSE's */
+    ck_assert_int_eq(bus_read(bus, "turn_1", 2, &events, NULL, NULL, NULL, 0), BUS_DONE);
+    ck_assert_uint_eq(json_array_size(events), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(events, 0)),
+                     "id: 3\nevent: done\ndata: {\"answer\":\"hi\",\"p\":0.10000000000000001}\n\n");
+    json_decref(events);
     ck_assert_uint_eq(bus_open_turns(bus), 0);
     ck_assert_int_ge(notified, 4);   /* running, two publishes, finish */
     ck_assert_int_eq(notified_ended, 1);   /* only the finish says a turn ended */
@@ -162,28 +169,85 @@ START_TEST(test_bus_numbers_events_and_keeps_results)
 }
 END_TEST
 
+/* A quiet turn keeps no events, not even its `done`; its result is the
+ * ?wait=1 body as a worker wrote it (order built, reals to 10 digits).
+ * A failed turn's `error` event is appended by bus_finish. An event's
+ * SSE text splits back into its number, name and data. */
+START_TEST(test_bus_quiet_turns_and_frames)
+{
+    struct bus *bus = bus_new(8, 1000, NULL, NULL);
+    json_t *events = NULL, *result = NULL;
+    char *text, name[16];
+    const char *data;
+    size_t len = 0, data_len = 0;
+    long id = 0;
+
+    ck_assert_int_eq(bus_open(bus, "turn_q", "c", "", 1, 0), KEEL_OK);
+    bus_finish(bus, "turn_q", json_pack("{s:s, s:f}", "z", "last", "a", 0.1), NULL, 10);
+    ck_assert_int_eq(bus_read(bus, "turn_q", 0, &events, &result, NULL, NULL, 0), BUS_DONE);
+    ck_assert_uint_eq(json_array_size(events), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(result, "z")), "last");
+    json_decref(events);
+    json_decref(result);
+    text = bus_result_text(bus, "turn_q", 1, &len);
+    ck_assert_str_eq(text, "{\"z\":\"last\",\"a\":0.1}");
+    ck_assert_uint_eq(len, strlen(text));
+    keel_free(text);
+    ck_assert_ptr_null(bus_result_text(bus, "turn_nope", 1, &len));
+
+    ck_assert_int_eq(bus_open(bus, "turn_f", "c", "", 0, 0), KEEL_OK);
+    ck_assert_int_eq(bus_publish(bus, "turn_f", "stage", json_pack("{s:s}", "m", "a")), 1);
+    bus_finish(bus, "turn_f", NULL, json_pack("{s:i, s:s}", "code", 5, "message", "no"), 20);
+    ck_assert_int_eq(bus_read(bus, "turn_f", 1, &events, NULL, NULL, NULL, 0), BUS_FAILED);
+    ck_assert_uint_eq(json_array_size(events), 1);
+    ck_assert_int_eq(bus_frame_parse(json_string_value(json_array_get(events, 0)),
+                                     json_string_length(json_array_get(events, 0)), &id, name,
+                                     sizeof(name), &data, &data_len),
+                     0);
+    ck_assert_int_eq(id, 2);
+    ck_assert_str_eq(name, "error");
+    ck_assert_int_eq((int)data_len, (int)strlen("{\"code\":5,\"message\":\"no\"}"));
+    ck_assert(!strncmp(data, "{\"code\":5,\"message\":\"no\"}", data_len));
+    ck_assert_ptr_null(bus_result_text(bus, "turn_f", 1, &len));
+    json_decref(events);
+
+    text = bus_frame(12, "token", "{}", 2, &len);
+    ck_assert_str_eq(text, "id: 12\nevent: token\ndata: {}\n\n");
+    ck_assert_int_eq(bus_frame_parse(text, len, &id, name, sizeof(name), &data, &data_len), 0);
+    ck_assert_int_eq(id, 12);
+    ck_assert_int_eq(bus_frame_parse(text, len, &id, name, 5, &data, &data_len), -1);
+    ck_assert_int_eq(bus_frame_parse(text, len - 1, &id, name, sizeof(name), &data, &data_len),
+                     -1);
+    ck_assert_int_eq(bus_frame_parse("event: x\n", 9, &id, name, sizeof(name), &data,
+                                     &data_len),
+                     -1);
+    keel_free(text);
+    bus_free(bus);
+}
+END_TEST
+
 /* A record bus_open drops is freed by the next bus_finish, not by
  * bus_open (the HTTP loop), and bus_free frees what still waits. */
 START_TEST(test_bus_frees_dropped_records_on_finish)
 {
     struct bus *bus = bus_new(2, 1000000, count_notify, NULL);
-    json_t *result = json_object(), *later = json_object();
+    long live;
 
+    keel_alloc_count_live(1);
     ck_assert_int_eq(bus_open(bus, "turn_1", "c", "", 0, 0), KEEL_OK);
     ck_assert_int_eq(bus_open(bus, "turn_2", "c", "", 0, 0), KEEL_OK);
-    bus_finish(bus, "turn_1", json_incref(result), NULL, 10);
-    ck_assert_uint_eq(result->refcount, 2);   /* ours and the record's */
+    bus_finish(bus, "turn_1", json_pack("{s:s}", "answer", "one"), NULL, 10);
+    live = keel_alloc_live();
     ck_assert_int_eq(bus_open(bus, "turn_3", "c", "", 0, 0), KEEL_OK);   /* turn_1 goes */
     ck_assert_int_eq(bus_read(bus, "turn_1", 0, NULL, NULL, NULL, NULL, 0), BUS_UNKNOWN);
-    ck_assert_uint_eq(result->refcount, 2);   /* dropped, not yet freed */
-    bus_finish(bus, "turn_2", json_incref(later), NULL, 20);
-    ck_assert_uint_eq(result->refcount, 1);   /* freed by the finish */
+    ck_assert_int_gt(keel_alloc_live(), live);   /* turn_3 came, turn_1 is not yet freed */
+    live = keel_alloc_live();
+    bus_finish(bus, "turn_2", json_pack("{s:s}", "answer", "two"), NULL, 20);
+    /* turn_2 gained a result and an event; turn_1's record went */
+    ck_assert_int_lt(keel_alloc_live(), live);
     ck_assert_int_eq(bus_open(bus, "turn_4", "c", "", 0, 0), KEEL_OK);   /* turn_2 goes */
-    ck_assert_uint_eq(later->refcount, 2);
     bus_free(bus);
-    ck_assert_uint_eq(later->refcount, 1);
-    json_decref(result);
-    json_decref(later);
+    keel_alloc_count_live(0);
 }
 END_TEST
 
@@ -294,6 +358,7 @@ Suite *suite_server(void)
     tcase_add_test(tc, test_bus_frees_dropped_records_on_finish);
     tcase_add_test(tc, test_queue_pop_waits_for_a_job);
     tcase_add_test(tc, test_bus_numbers_events_and_keeps_results);
+    tcase_add_test(tc, test_bus_quiet_turns_and_frames);
     tcase_add_test(tc, test_bus_drops_oldest_finished_first);
     tcase_add_test(tc, test_tokens_and_hashes);
     tcase_add_test(tc, test_api_roles_map_onto_pack_roles);
