@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "core/alloc.h"
+#include "core/blocking.h"
 #include "core/json.h"
 #include "llm/llm.h"
 
@@ -80,8 +81,10 @@ static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
+    keel_blocking_begin();
     while (ms > 0 && nanosleep(&ts, &ts))
         ;
+    keel_blocking_end();
 }
 
 void llm_reply_init(struct llm_reply *reply)
@@ -424,6 +427,7 @@ static CURLcode perform(struct attempt *a, long silence_ms, int *silent)
         return CURLE_OUT_OF_MEMORY;
     }
     a->last_byte_ms = mono_ms();
+    keel_blocking_begin();   /* the model answers in its own time */
     while (running) {
         if (curl_multi_perform(m, &running) != CURLM_OK) {
             code = CURLE_RECV_ERROR;
@@ -438,6 +442,7 @@ static CURLcode perform(struct attempt *a, long silence_ms, int *silent)
         }
         curl_multi_poll(m, NULL, 0, 50, NULL);
     }
+    keel_blocking_end();
     while (!*silent && (msg = curl_multi_info_read(m, &left)))
         if (msg->msg == CURLMSG_DONE)
             code = msg->data.result;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/blocking.h"
 #include "core/buf.h"
 #include "core/json.h"
 #include "core/utf8.h"
@@ -201,7 +202,9 @@ static int search(void *ctx, const char *query, int limit, json_t **out, struct 
     curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(curl, CURLOPT_USERAGENT, "keel");
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    keel_blocking_begin();
     cc = curl_easy_perform(curl);
+    keel_blocking_end();
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     if (body.too_big > 0)
         rc = keel_error_set(err, KEEL_EIO, "web_search", "the answer is larger than %zu bytes",

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "core/alloc.h"
+#include "core/blocking.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "providers/providers_int.h"
@@ -378,6 +379,7 @@ static int run_all(struct transfer *ts, size_t n, struct providers *p,
         if (2 * p->conf.p[ts[i].id].timeout_ms + p->conf.max_backoff_ms > budget)
             budget = 2 * p->conf.p[ts[i].id].timeout_ms + p->conf.max_backoff_ms;
     deadline = mono_ms() + budget;
+    keel_blocking_begin();   /* the providers answer in their own time */
     for (;;) {
         int64_t now = mono_ms(), next = -1;
         int running = 0, pending = 0, left;
@@ -429,6 +431,7 @@ static int run_all(struct transfer *ts, size_t n, struct providers *p,
             }
         }
     }
+    keel_blocking_end();
     for (size_t i = 0; i < n; i++)
         if (ts[i].easy && ts[i].active)
             curl_multi_remove_handle(multi, ts[i].easy);

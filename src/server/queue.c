@@ -1,27 +1,29 @@
 /*
- * queue.c — the in-process job queue of queue.h.
+ * queue.c — the in-process job queue of queue.h: every queued job on one
+ * list in the order they came, and a flag per partition while a worker
+ * runs one of its jobs. Taking scans from the front for the first job
+ * whose partition is free (the list holds at most `capacity` jobs, and
+ * the few in front are usually free).
  */
 #include "server/queue.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
 
-struct partition {
-    pthread_mutex_t lock;
-    pthread_cond_t ready;
-    struct job *head, *tail;
-};
-
 struct queue {
     int n;
     size_t capacity;
-    pthread_mutex_t count_lock;   /* depth and closed */
+    pthread_mutex_t lock;
+    pthread_cond_t ready;        /* a job came, a partition was freed, or the queue closed */
+    struct job *head, *tail;     /* in the order they came */
     size_t depth;
     int closed;
-    struct partition parts[];
+    int kicked;                  /* queue_kick: a waiting queue_take returns NULL */
+    unsigned char busy[];        /* per partition: a worker runs one of its jobs */
 };
 
 struct queue *queue_new(int partitions, size_t capacity)
@@ -30,16 +32,13 @@ struct queue *queue_new(int partitions, size_t capacity)
 
     if (partitions < 1)
         partitions = 1;
-    q = keel_calloc(1, sizeof(*q) + (size_t)partitions * sizeof(q->parts[0]));
+    q = keel_calloc(1, sizeof(*q) + (size_t)partitions);
     if (!q)
         return NULL;
     q->n = partitions;
     q->capacity = capacity;
-    pthread_mutex_init(&q->count_lock, NULL);
-    for (int i = 0; i < partitions; i++) {
-        pthread_mutex_init(&q->parts[i].lock, NULL);
-        pthread_cond_init(&q->parts[i].ready, NULL);
-    }
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->ready, NULL);
     return q;
 }
 
@@ -55,81 +54,101 @@ static int partition_of(const struct queue *q, const char *id)
 
 int queue_push(struct queue *q, struct job *job)
 {
-    struct partition *p = &q->parts[partition_of(q, job->conversation_id)];
-
-    pthread_mutex_lock(&q->count_lock);
+    pthread_mutex_lock(&q->lock);
     if (q->closed || q->depth >= q->capacity) {
-        pthread_mutex_unlock(&q->count_lock);
+        pthread_mutex_unlock(&q->lock);
         return KEEL_EFAIL;
     }
-    q->depth++;
-    pthread_mutex_unlock(&q->count_lock);
+    job->partition = partition_of(q, job->conversation_id);
     job->next = NULL;
-    pthread_mutex_lock(&p->lock);
-    if (p->tail)
-        p->tail->next = job;
+    if (q->tail)
+        q->tail->next = job;
     else
-        p->head = job;
-    p->tail = job;
-    pthread_cond_signal(&p->ready);
-    pthread_mutex_unlock(&p->lock);
+        q->head = job;
+    q->tail = job;
+    q->depth++;
+    pthread_mutex_unlock(&q->lock);
+    pthread_cond_signal(&q->ready);
     return KEEL_OK;
 }
 
-static int closed(struct queue *q)
+/* The link pointing at the first job whose partition is free, or NULL.
+ * Called with the lock held. */
+static struct job **first_free(struct queue *q)
 {
-    int c;
-
-    pthread_mutex_lock(&q->count_lock);
-    c = q->closed;
-    pthread_mutex_unlock(&q->count_lock);
-    return c;
+    for (struct job **at = &q->head; *at; at = &(*at)->next)
+        if (!q->busy[(*at)->partition])
+            return at;
+    return NULL;
 }
 
-struct job *queue_pop(struct queue *q, int partition)
+struct job *queue_take(struct queue *q, int wait)
 {
-    struct partition *p = &q->parts[partition % q->n];
-    struct job *job;
+    struct job **at, *job = NULL;
 
-    pthread_mutex_lock(&p->lock);
-    while (!p->head && !closed(q))
-        pthread_cond_wait(&p->ready, &p->lock);
-    job = p->head;
-    if (job) {
-        p->head = job->next;
-        if (!p->head)
-            p->tail = NULL;
+    pthread_mutex_lock(&q->lock);
+    while (!(at = first_free(q)) && wait && !(q->closed && !q->depth) && !q->kicked)
+        pthread_cond_wait(&q->ready, &q->lock);
+    if (!at)
+        q->kicked = 0;
+    if (at) {
+        job = *at;
+        *at = job->next;
+        if (q->tail == job)   /* the job before it: the one whose `next` `at` is, if any */
+            q->tail = at == &q->head ? NULL
+                                     : (struct job *)((char *)at - offsetof(struct job, next));
         job->next = NULL;
-    }
-    pthread_mutex_unlock(&p->lock);
-    if (job) {
-        pthread_mutex_lock(&q->count_lock);
+        q->busy[job->partition] = 1;
         q->depth--;
-        pthread_mutex_unlock(&q->count_lock);
     }
+    pthread_mutex_unlock(&q->lock);
     return job;
+}
+
+void queue_kick(struct queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->kicked = 1;
+    pthread_mutex_unlock(&q->lock);
+    pthread_cond_broadcast(&q->ready);
+}
+
+int queue_drained(struct queue *q)
+{
+    int drained;
+
+    pthread_mutex_lock(&q->lock);
+    drained = q->closed && !q->depth;
+    pthread_mutex_unlock(&q->lock);
+    return drained;
+}
+
+void queue_done(struct queue *q, const struct job *job)
+{
+    pthread_mutex_lock(&q->lock);
+    q->busy[job->partition] = 0;
+    pthread_mutex_unlock(&q->lock);
+    /* another worker may wait for this partition's next job, or (closed)
+     * for the queue to drain */
+    pthread_cond_broadcast(&q->ready);
 }
 
 size_t queue_depth(struct queue *q)
 {
     size_t d;
 
-    pthread_mutex_lock(&q->count_lock);
+    pthread_mutex_lock(&q->lock);
     d = q->depth;
-    pthread_mutex_unlock(&q->count_lock);
+    pthread_mutex_unlock(&q->lock);
     return d;
 }
 
 void queue_close(struct queue *q)
 {
-    pthread_mutex_lock(&q->count_lock);
+    pthread_mutex_lock(&q->lock);
     q->closed = 1;
-    pthread_mutex_unlock(&q->count_lock);
-    for (int i = 0; i < q->n; i++) {
-        pthread_mutex_lock(&q->parts[i].lock);
-        pthread_cond_broadcast(&q->parts[i].ready);
-        pthread_mutex_unlock(&q->parts[i].lock);
-    }
+    pthread_mutex_unlock(&q->lock);
+    pthread_cond_broadcast(&q->ready);
 }
 
 void job_free(struct job *job)
@@ -145,16 +164,12 @@ void queue_free(struct queue *q)
 {
     if (!q)
         return;
-    for (int i = 0; i < q->n; i++) {
-        struct job *job = q->parts[i].head;
-        while (job) {
-            struct job *next = job->next;
-            job_free(job);
-            job = next;
-        }
-        pthread_cond_destroy(&q->parts[i].ready);
-        pthread_mutex_destroy(&q->parts[i].lock);
+    while (q->head) {
+        struct job *next = q->head->next;
+        job_free(q->head);
+        q->head = next;
     }
-    pthread_mutex_destroy(&q->count_lock);
+    pthread_cond_destroy(&q->ready);
+    pthread_mutex_destroy(&q->lock);
     keel_free(q);
 }

@@ -1,12 +1,14 @@
 /*
  * queue.h — the job queue port: turns waiting for a worker.
  *
- * A job is one chat turn to run. The queue has one partition per worker
- * and puts every job of a conversation in the same partition (by a hash
- * of its id), so a conversation's turns run one at a time and in order
- * while different conversations run in parallel. This file's
- * implementation is in process (mutex and condition variable per
- * partition); a Redis one can stand behind the same functions later.
+ * A job is one chat turn to run. Jobs come out in the order they came,
+ * except that a conversation's turns run one at a time and in order: the
+ * queue puts every job of a conversation in the same partition (by a
+ * hash of its id), and a partition whose job a worker has taken gives
+ * out no other until the worker says it is done (queue_done). Any worker
+ * may take any job; different conversations run in parallel. This file's
+ * implementation is in process (one mutex and condition variable); a
+ * Redis one can stand behind the same functions later.
  */
 #ifndef KEEL_SERVER_QUEUE_H
 #define KEEL_SERVER_QUEUE_H
@@ -29,6 +31,7 @@ struct job {
     char traceparent[64];       /* the caller's W3C traceparent, "" when none */
     char *scenario_json;        /* owned: the request's active_scenario (seed 004), or NULL */
     int quiet;                  /* nobody can follow it while it runs (bus_open's `quiet`) */
+    int partition;              /* the queue's, set by queue_push */
     struct job *next;
 };
 
@@ -43,10 +46,23 @@ struct queue *queue_new(int partitions, size_t capacity);
  * keeps the job). */
 int queue_push(struct queue *q, struct job *job);
 
-/* The next job of `partition`, waiting while it is empty; NULL once the
- * queue is closed and that partition is drained. The caller owns the job
- * (job_free). */
-struct job *queue_pop(struct queue *q, int partition);
+/* The first job, in the order they came, of a partition no worker is
+ * running a job of; that partition is then the caller's until
+ * queue_done. With `wait`, waits while there is none. NULL when there is
+ * none and: the queue is closed and drained (queue_drained), or the wait
+ * was cut short (queue_kick), or the caller would not wait. The caller
+ * owns the job (job_free, after queue_done). */
+struct job *queue_take(struct queue *q, int wait);
+
+/* Cuts short a queue_take waiting now (or the next one to wait): it
+ * returns NULL, so its worker can let go of what it holds. */
+void queue_kick(struct queue *q);
+
+/* 1 once the queue is closed and every job has been taken. */
+int queue_drained(struct queue *q);
+
+/* The job taken by queue_take has run: its partition's next job may go. */
+void queue_done(struct queue *q, const struct job *job);
 
 /* Jobs waiting, all partitions. */
 size_t queue_depth(struct queue *q);

@@ -270,7 +270,7 @@ int server_run(const struct server_options *options, struct keel_error *err)
         goto out;
     rc = KEEL_ENOMEM;
     if (!(srv.base = loop_base_new()) || !(srv.http = evhttp_new(srv.base)) ||
-        !(srv.queue = queue_new(srv.n_workers, SERVER_QUEUE_MAX)) ||
+        !(srv.queue = queue_new(SERVER_QUEUE_PARTITIONS, SERVER_QUEUE_MAX)) ||
         !(srv.bus = bus_new(SERVER_QUEUE_MAX * 4, BUS_KEEP_MS, notify, &srv)) ||
         !(srv.wake = event_new(srv.base, -1, EV_PERSIST, on_wake, &srv)) ||
         !(srv.heartbeat = event_new(srv.base, -1, EV_PERSIST, on_heartbeat, &srv)) ||

@@ -23,6 +23,7 @@
 #define SERVER_PACKS_MAX    16
 #define SERVER_STREAMS_MAX  10000          /* open SSE streams in all */
 #define SERVER_QUEUE_MAX    1024           /* turns waiting for a worker */
+#define SERVER_QUEUE_PARTITIONS 256        /* conversations hashed for one-at-a-time */
 #define SERVER_HEARTBEAT_S  15
 #define SERVER_PUMP_BATCH   128            /* streams sent to per loop pass */
 
@@ -100,6 +101,7 @@ struct server {
     struct bus *bus;
     struct worker *workers;
     int n_workers;
+    atomic_int resuming;             /* workers back from the network, waiting for the store */
     struct stream *streams;
     size_t n_streams;
     atomic_size_t streams_open;      /* n_streams, for other threads: notify skips waking

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "core/alloc.h"
+#include "core/blocking.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -28,6 +29,7 @@ struct worker {
     pthread_t thread;
     int running;
     struct pipeline *pl[SERVER_PACKS_MAX];
+    int yielded;   /* store_yield's depth while its turn waits on the network */
 };
 
 struct turn_ctx {
@@ -188,8 +190,9 @@ static void run_job(struct worker *w, struct job *job)
     else if (job->role[0] && !(req.role = pipeline_role_for(w->pl[p], job->role)))
         keel_error_set(&err, KEEL_EINVAL, "role", "pack %s has no read-only role for a viewer",
                        job->pack);
-    else
+    else {
         pipeline_turn(w->pl[p], &req, &result, &err);
+    }
     atomic_fetch_add(&srv->metrics.turns, 1);
     histogram_observe(&srv->metrics.turn, (double)(now_ns() - t0) / 1e6);
     if (!result)
@@ -215,15 +218,71 @@ static void run_job(struct worker *w, struct job *job)
     json_decref(scenario);
 }
 
+/* keel_blocking's hooks: a turn waiting on a model or a provider lets
+ * the store go for another worker's turns, and takes it back after. The
+ * worker holding the store may be waiting for a job, or running turns:
+ * `resuming` and a kick of the queue tell it to hand the store over. */
+static void on_blocking(void *arg)
+{
+    struct worker *w = arg;
+
+    w->yielded = store_yield(w->srv->worker_store);
+}
+
+static void kick(void *queue)
+{
+    queue_kick(queue);
+}
+
+static void on_unblocking(void *arg)
+{
+    struct worker *w = arg;
+    struct server *srv = w->srv;
+
+    if (!w->yielded)
+        return;
+    atomic_fetch_add(&srv->resuming, 1);
+    /* in line for the store, the holder is asked to let go: a worker
+     * waiting for a job gets NULL (queue_kick), a running one looks at
+     * `resuming` after its turn */
+    store_resume(srv->worker_store, w->yielded, kick, srv->queue);
+    atomic_fetch_sub(&srv->resuming, 1);
+    w->yielded = 0;
+}
+
+/* One worker holds the workers' store and runs the queued turns, taking
+ * any conversation's next one; the others wait for the store. The store
+ * changes hands only when a turn waits on the network (on_blocking: a
+ * waiting worker takes over and runs other conversations' turns
+ * meanwhile) and when that turn comes back (on_unblocking). Before, the
+ * workers took turns on the store at every store call of every turn,
+ * each handover a wake-up of the other thread, and two workers ran CPU-
+ * bound turns slower than one. The store's lock serves waiters in the
+ * order they came, so a turn back from the network gets it next. */
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
+    struct server *srv = w->srv;
     struct job *job;
 
-    while ((job = queue_pop(w->srv->queue, w->index))) {
-        run_job(w, job);
-        job_free(job);
+    keel_blocking_hooks(on_blocking, on_unblocking, w);
+    store_enter(srv->worker_store);
+    for (;;) {
+        if ((job = queue_take(srv->queue, 1))) {
+            run_job(w, job);
+            queue_done(srv->queue, job);
+            job_free(job);
+            if (!atomic_load(&srv->resuming))
+                continue;
+        } else if (queue_drained(srv->queue)) {
+            break;
+        }
+        /* a turn back from the network waits for the store: its turn */
+        store_leave(srv->worker_store, KEEL_OK);
+        store_enter(srv->worker_store);
     }
+    store_leave(srv->worker_store, KEEL_OK);
+    keel_blocking_hooks(NULL, NULL, NULL);
     return NULL;
 }
 

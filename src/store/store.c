@@ -14,6 +14,14 @@
 #include "core/json.h"
 #include "core/utf8.h"
 
+/* A shared store's lock (store_share_threads, below). */
+struct store_lock {
+    pthread_mutex_t mutex;
+    pthread_cond_t turn;
+    unsigned long next;      /* the number the next thread takes */
+    unsigned long serving;   /* the number that holds the lock */
+};
+
 int store_open(const char *location, struct store **out, struct keel_error *err)
 {
     if (!location || !*location)
@@ -33,14 +41,15 @@ int store_open(const char *location, struct store **out, struct keel_error *err)
 
 void store_close(struct store *store)
 {
-    pthread_mutex_t *lock;
+    struct store_lock *lock;
 
     if (!store)
         return;
     lock = store->lock;
     store->ops->close(store);
     if (lock) {
-        pthread_mutex_destroy(lock);
+        pthread_cond_destroy(&lock->turn);
+        pthread_mutex_destroy(&lock->mutex);
         keel_free(lock);
     }
 }
@@ -52,42 +61,113 @@ void store_close(struct store *store)
  * each of two workers with its own connection read again, after the
  * other's commit, every page its turn touched (~30 reads a turn against
  * ~5, a third of a turn's time). Shared, the store's calls take turns
- * under one lock; the turn's work outside the store runs in parallel. The
- * lock is recursive, so a backend's callback (memory_sync's) may call the
- * store again. */
+ * under one lock.
+ *
+ * The lock is a ticket lock: a thread takes a number and waits until it
+ * is served, so waiting threads get the store in the order they came (a
+ * plain mutex lets the thread that just let go take it straight back,
+ * and a worker that holds it for whole turns would keep the other out
+ * for as long as its own queue had work). It is recursive through the
+ * holder's thread-local depth: a backend's callback may call the store
+ * again, and a worker may hold it across a turn's calls. */
+
+/* The shared store this thread holds and how deep (one thread holds one
+ * shared store at a time: the server's workers share one). */
+static _Thread_local struct store *held;
+static _Thread_local int held_depth;
 
 int store_share_threads(struct store *store, struct keel_error *err)
 {
-    pthread_mutexattr_t attr;
-    pthread_mutex_t *lock;
+    struct store_lock *lock;
 
     if (store->lock)
         return KEEL_OK;
-    if (!(lock = keel_malloc(sizeof(*lock))))
+    if (!(lock = keel_calloc(1, sizeof(*lock))))
         return keel_error_set(err, KEEL_ENOMEM, "store", "out of memory");
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    if (pthread_mutex_init(lock, &attr)) {
-        pthread_mutexattr_destroy(&attr);
+    if (pthread_mutex_init(&lock->mutex, NULL)) {
         keel_free(lock);
         return keel_error_set(err, KEEL_ENOMEM, "store", "cannot make the store's lock");
     }
-    pthread_mutexattr_destroy(&attr);
+    if (pthread_cond_init(&lock->turn, NULL)) {
+        pthread_mutex_destroy(&lock->mutex);
+        keel_free(lock);
+        return keel_error_set(err, KEEL_ENOMEM, "store", "cannot make the store's lock");
+    }
     store->lock = lock;
     return KEEL_OK;
 }
 
+/* Takes a number and waits for it; `waiting(ctx)`, when given, is
+ * called once the number is taken if it must wait (to tell the holder). */
+static void lock_take(struct store_lock *lock, void (*waiting)(void *), void *ctx)
+{
+    unsigned long mine;
+
+    pthread_mutex_lock(&lock->mutex);
+    mine = lock->next++;
+    if (lock->serving != mine && waiting) {
+        pthread_mutex_unlock(&lock->mutex);
+        waiting(ctx);
+        pthread_mutex_lock(&lock->mutex);
+    }
+    while (lock->serving != mine)
+        pthread_cond_wait(&lock->turn, &lock->mutex);
+    pthread_mutex_unlock(&lock->mutex);
+}
+
+static void lock_give(struct store_lock *lock)
+{
+    int waiting;
+
+    pthread_mutex_lock(&lock->mutex);
+    waiting = ++lock->serving != lock->next;
+    pthread_mutex_unlock(&lock->mutex);
+    if (waiting)   /* every waiter looks; the one whose number it is goes on */
+        pthread_cond_broadcast(&lock->turn);
+}
+
 void store_enter(struct store *store)
 {
-    if (store->lock)
-        pthread_mutex_lock(store->lock);
+    if (!store->lock)
+        return;
+    if (held == store) {
+        held_depth++;
+        return;
+    }
+    lock_take(store->lock, NULL, NULL);
+    held = store;
+    held_depth = 1;
 }
 
 int store_leave(struct store *store, int rc)
 {
-    if (store->lock)
-        pthread_mutex_unlock(store->lock);
+    if (store->lock && held == store && !--held_depth) {
+        held = NULL;
+        lock_give(store->lock);
+    }
     return rc;
+}
+
+int store_yield(struct store *store)
+{
+    int depth = held_depth;
+
+    /* Only the caller's own hold: never in the middle of a store call. */
+    if (!store || !store->lock || held != store || held_depth != 1)
+        return 0;
+    held = NULL;
+    held_depth = 0;
+    lock_give(store->lock);
+    return depth;
+}
+
+void store_resume(struct store *store, int depth, void (*waiting)(void *ctx), void *ctx)
+{
+    if (!store || !store->lock || depth <= 0)
+        return;
+    lock_take(store->lock, waiting, ctx);
+    held = store;
+    held_depth = depth;
 }
 
 static int check_text(const char *text, const char *field, struct keel_error *err)

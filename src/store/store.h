@@ -371,10 +371,12 @@ struct store_ops {
     void (*read_end)(struct store *store);
 };
 
+struct store_lock;
+
 /* Every backend's struct starts with this. */
 struct store {
     const struct store_ops *ops;
-    pthread_mutex_t *lock;   /* store_share_threads's; NULL: one thread at a time */
+    struct store_lock *lock;   /* store_share_threads's; NULL: one thread at a time */
 };
 
 /* Opens a store. `location` is "mem:" for the in-memory backend, or a
@@ -387,16 +389,34 @@ int store_open(const char *location, struct store **out, struct keel_error *err)
 void store_close(struct store *store);
 
 /* Lets several threads use `store` at once (a server's workers): from
- * now on every store_* call on it holds the store's lock (recursive) for
- * its length, and store_read_begin/end do nothing, since a snapshot would
- * hold it for a whole turn. Without this, a store is for one thread at a
- * time. Idempotent; KEEL_ENOMEM. */
+ * now on every store_* call on it holds the store's lock for its length,
+ * and store_read_begin/end do nothing, since a snapshot would hold it for
+ * a whole turn. Without this, a store is for one thread at a time.
+ * Idempotent; KEEL_ENOMEM.
+ *
+ * The lock is recursive (a backend's callback may call the store again)
+ * and fair: threads waiting for it get it in the order they came. */
 int store_share_threads(struct store *store, struct keel_error *err);
 
-/* For the store_* wrappers: take the lock of a shared store (no-op
- * otherwise); store_leave gives it back and returns `rc`. */
+/* Take the lock of a shared store (no-op otherwise); store_leave gives it
+ * back and returns `rc`. The store_* wrappers hold it for each call; a
+ * caller may hold it across many (a server's worker, for a whole turn:
+ * one handover per turn instead of one per call). */
 void store_enter(struct store *store);
 int store_leave(struct store *store, int rc);
+
+/* Lets go of the shared store this thread holds while it waits on
+ * something else (the network): returns what store_resume needs to take
+ * it back. Only a caller's own hold (store_enter) is let go: inside a
+ * store call, or when the thread holds nothing, it returns 0 and nothing
+ * changes. */
+int store_yield(struct store *store);
+
+/* Takes back what store_yield let go (`depth`, its return), after the
+ * threads already waiting for the store. When it must wait, `waiting`
+ * (if not NULL) is called with `ctx` once its place is taken: to ask the
+ * holder to let go. */
+void store_resume(struct store *store, int depth, void (*waiting)(void *ctx), void *ctx);
 
 /* Convenience wrappers over ops, checking arguments first: a paper needs a
  * title; a query's limit must be 1..STORE_LIMIT_MAX and its year range

@@ -557,6 +557,32 @@ slow_openalex() {
     export KEEL_OPENALEX_URL="http://127.0.0.1:$(cat "$TMP/slow.port")"
 }
 
+# A turn waiting on the network (a paper provider that answers after 3 s)
+# holds up no other: with two workers, a greeting in another conversation
+# is answered at once (the waiting worker let the store go), and the
+# search ends afterwards.
+test_serve_a_turn_waiting_on_the_network_holds_up_no_other() {
+    RC=0 ERR=
+    slow_openalex 3000
+    serve_start "$TMP/serve_wait.db" --providers openalex --workers 2
+    post /v1/chat '{"message": "find recent papers on sleep and memory"}'
+    expect_code 202
+    cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
+    sleep 0.3   # the search is waiting on the provider
+    took=$(curl -s -o "$TMP/hello.json" -w '%{time_total}' -H 'Content-Type: application/json'                -d '{"message": "hello"}' "$URL/v1/chat?wait=1")
+    OUT=$(cat "$TMP/hello.json")
+    expect_json '.turn' '1'
+    awk -v t="$took" 'BEGIN { exit !(t < 1.5) }' ||
+        fail "the greeting took ${took}s behind the waiting search"
+    get "/v1/responses/$cid"
+    expect_json '.status' '"running"'
+    curl -s -N --max-time 20 "$URL/v1/stream/$cid" > "$TMP/waited.txt"
+    grep -q '^event: done$' "$TMP/waited.txt" || fail "the search did not end"
+    serve_stop
+    kill "$slow" 2>/dev/null || true
+    wait "$slow" 2>/dev/null || true
+}
+
 test_serve_open_streams_per_key() {
     RC=0 ERR=
     # A paper provider that answers after 4 s keeps the turn, and so its

@@ -30,8 +30,8 @@ static struct job *job_make(const char *conversation, const char *message)
 START_TEST(test_queue_keeps_a_conversation_in_order)
 {
     struct queue *q = queue_new(4, 100);
-    char seen[4][64] = {"", "", "", ""};
-    int partition_of_a = -1;
+    struct job *a, *b, *none;
+    char seen[64] = "";
 
     for (int i = 0; i < 3; i++) {
         char m[8];
@@ -41,6 +41,25 @@ START_TEST(test_queue_keeps_a_conversation_in_order)
         ck_assert_int_eq(queue_push(q, job_make("conv_b", m)), KEEL_OK);
     }
     ck_assert_uint_eq(queue_depth(q), 6);
+    ck_assert(!queue_drained(q));
+    /* In the order they came; while a conversation's turn runs, its next
+     * one does not come out, another conversation's does. */
+    a = queue_take(q, 0);
+    ck_assert_str_eq(a->message, "a0");
+    b = queue_take(q, 0);
+    ck_assert_str_eq(b->message, "b0");
+    if (a->partition != b->partition) {
+        none = queue_take(q, 0);   /* a1 and b1 wait for a0 and b0 */
+        ck_assert_ptr_null(none);
+    }
+    queue_done(q, b);
+    job_free(b);
+    b = queue_take(q, 0);
+    ck_assert_str_eq(b->message, "b1");
+    queue_done(q, a);
+    job_free(a);
+    queue_done(q, b);
+    job_free(b);
     queue_close(q);
     /* Closed: pushes are refused, queued jobs still come out. */
     {
@@ -48,21 +67,14 @@ START_TEST(test_queue_keeps_a_conversation_in_order)
         ck_assert_int_eq(queue_push(q, late), KEEL_EFAIL);
         job_free(late);
     }
-    for (int p = 0; p < 4; p++) {
-        struct job *job;
-        while ((job = queue_pop(q, p))) {
-            strncat(seen[p], job->message, sizeof(seen[p]) - strlen(seen[p]) - 1);
-            if (job->message[0] == 'a')
-                partition_of_a = p;
-            job_free(job);
-        }
+    while ((a = queue_take(q, 1))) {
+        strncat(seen, a->message, sizeof(seen) - strlen(seen) - 1);
+        queue_done(q, a);
+        job_free(a);
     }
-    ck_assert_int_ge(partition_of_a, 0);
-    /* all of conv_a's jobs in one partition, in the order they came */
-    ck_assert_ptr_nonnull(strstr(seen[partition_of_a], "a0"));
-    ck_assert(strstr(seen[partition_of_a], "a0") < strstr(seen[partition_of_a], "a1"));
-    ck_assert(strstr(seen[partition_of_a], "a1") < strstr(seen[partition_of_a], "a2"));
+    ck_assert_str_eq(seen, "a1a2b2");
     ck_assert_uint_eq(queue_depth(q), 0);
+    ck_assert(queue_drained(q));   /* closed, and every job taken */
     queue_free(q);
 }
 END_TEST
@@ -82,7 +94,7 @@ END_TEST
 
 static void *pop_one(void *arg)
 {
-    return queue_pop(arg, 0);
+    return queue_take(arg, 1);
 }
 
 START_TEST(test_queue_pop_waits_for_a_job)
@@ -96,7 +108,26 @@ START_TEST(test_queue_pop_waits_for_a_job)
     pthread_join(t, (void **)&got);
     ck_assert_ptr_nonnull(got);
     ck_assert_str_eq(got->message, "wake");
+    /* A taker waits while the only jobs are of a running conversation,
+     * and queue_done lets it go on. */
+    ck_assert_int_eq(queue_push(q, job_make("conv_w", "next")), KEEL_OK);
+    ck_assert_ptr_null(queue_take(q, 0));
+    ck_assert_int_eq(pthread_create(&t, NULL, pop_one, q), 0);
+    queue_done(q, got);
     job_free(got);
+    got = NULL;
+    pthread_join(t, (void **)&got);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got->message, "next");
+    queue_done(q, got);
+    job_free(got);
+    /* A kick cuts a wait short: NULL, though the queue is open. */
+    ck_assert_int_eq(pthread_create(&t, NULL, pop_one, q), 0);
+    queue_kick(q);
+    got = (struct job *)1;
+    pthread_join(t, (void **)&got);
+    ck_assert_ptr_null(got);
+    ck_assert(!queue_drained(q));
     queue_free(q);
 }
 END_TEST
