@@ -1,7 +1,10 @@
 /*
  * bench_http.c — `make bench BENCH=http`: the real `keel serve` on
- * loopback, driven by a bounded load generator (libcurl multi, a fixed
- * number of requests in flight on keep-alive connections).
+ * loopback, driven by a bounded load generator (libcurl's multi_socket
+ * interface on epoll, a fixed number of requests in flight on keep-alive
+ * connections). The generator shares the machine's cores with the server,
+ * so it is kept lean: only a ready connection is looked at, and handles
+ * keep their options between requests.
  *
  *   http.healthz     GET /healthz
  *   http.chat_wait   POST /v1/chat?wait=1, one turn per request, each in a

@@ -37,7 +37,8 @@
  *
  * pipeline.turn_parallel runs the NORMAL turns on a thread per processor,
  * each with pipelines of its own and all with one store shared by the
- * threads (store_share_threads), as `keel serve`'s workers have:
+ * threads (store_share_threads), each store call taking the store's lock
+ * (`keel serve`'s workers instead hold it across turns, docs/server.md):
  * turns_per_s is of all threads together, the percentiles of all their
  * turns, and "threads" in the line says how many. BENCH_THREADS=N (1 to
  * 8) sets the threads of every variant; BENCH_SHARED_STORE=0 gives each

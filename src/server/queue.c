@@ -105,12 +105,18 @@ struct job *queue_take(struct queue *q, int wait)
     return job;
 }
 
-void queue_kick(struct queue *q)
+/* Sets one of the queue's flags (closed, kicked) and wakes the waiters. */
+static void raise_flag(struct queue *q, int *flag)
 {
     pthread_mutex_lock(&q->lock);
-    q->kicked = 1;
+    *flag = 1;
     pthread_mutex_unlock(&q->lock);
     pthread_cond_broadcast(&q->ready);
+}
+
+void queue_kick(struct queue *q)
+{
+    raise_flag(q, &q->kicked);
 }
 
 int queue_drained(struct queue *q)
@@ -145,10 +151,7 @@ size_t queue_depth(struct queue *q)
 
 void queue_close(struct queue *q)
 {
-    pthread_mutex_lock(&q->lock);
-    q->closed = 1;
-    pthread_mutex_unlock(&q->lock);
-    pthread_cond_broadcast(&q->ready);
+    raise_flag(q, &q->closed);
 }
 
 void job_free(struct job *job)

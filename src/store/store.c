@@ -6,6 +6,7 @@
 #include "store/store.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,8 @@ struct store_lock {
     pthread_cond_t turn;
     unsigned long next;      /* the number the next thread takes */
     unsigned long serving;   /* the number that holds the lock */
+    atomic_uintptr_t owner;  /* the holder's thread_token(), 0: none */
+    int depth;               /* the holder's: read and written by it alone */
 };
 
 int store_open(const char *location, struct store **out, struct keel_error *err)
@@ -68,13 +71,16 @@ void store_close(struct store *store)
  * plain mutex lets the thread that just let go take it straight back,
  * and a worker that holds it for whole turns would keep the other out
  * for as long as its own queue had work). It is recursive through the
- * holder's thread-local depth: a backend's callback may call the store
- * again, and a worker may hold it across a turn's calls. */
+ * holder's depth, kept in the lock: a backend's callback may call the
+ * store again, and a worker may hold it across turns. */
 
-/* The shared store this thread holds and how deep (one thread holds one
- * shared store at a time: the server's workers share one). */
-static _Thread_local struct store *held;
-static _Thread_local int held_depth;
+/* A number no other live thread has: the address of a thread-local. */
+static uintptr_t thread_token(void)
+{
+    static _Thread_local char me;
+
+    return (uintptr_t)&me;
+}
 
 int store_share_threads(struct store *store, struct keel_error *err)
 {
@@ -128,46 +134,52 @@ static void lock_give(struct store_lock *lock)
 
 void store_enter(struct store *store)
 {
-    if (!store->lock)
+    struct store_lock *lock = store->lock;
+
+    if (!lock)
         return;
-    if (held == store) {
-        held_depth++;
+    if (atomic_load(&lock->owner) == thread_token()) {
+        lock->depth++;
         return;
     }
-    lock_take(store->lock, NULL, NULL);
-    held = store;
-    held_depth = 1;
+    lock_take(lock, NULL, NULL);
+    atomic_store(&lock->owner, thread_token());
+    lock->depth = 1;
 }
 
 int store_leave(struct store *store, int rc)
 {
-    if (store->lock && held == store && !--held_depth) {
-        held = NULL;
-        lock_give(store->lock);
+    struct store_lock *lock = store->lock;
+
+    if (lock && atomic_load(&lock->owner) == thread_token() && !--lock->depth) {
+        atomic_store(&lock->owner, 0);
+        lock_give(lock);
     }
     return rc;
 }
 
 int store_yield(struct store *store)
 {
-    int depth = held_depth;
+    struct store_lock *lock = store ? store->lock : NULL;
 
     /* Only the caller's own hold: never in the middle of a store call. */
-    if (!store || !store->lock || held != store || held_depth != 1)
+    if (!lock || atomic_load(&lock->owner) != thread_token() || lock->depth != 1)
         return 0;
-    held = NULL;
-    held_depth = 0;
-    lock_give(store->lock);
-    return depth;
+    lock->depth = 0;
+    atomic_store(&lock->owner, 0);
+    lock_give(lock);
+    return 1;
 }
 
 void store_resume(struct store *store, int depth, void (*waiting)(void *ctx), void *ctx)
 {
-    if (!store || !store->lock || depth <= 0)
+    struct store_lock *lock = store ? store->lock : NULL;
+
+    if (!lock || depth <= 0)
         return;
-    lock_take(store->lock, waiting, ctx);
-    held = store;
-    held_depth = depth;
+    lock_take(lock, waiting, ctx);
+    atomic_store(&lock->owner, thread_token());
+    lock->depth = depth;
 }
 
 static int check_text(const char *text, const char *field, struct keel_error *err)

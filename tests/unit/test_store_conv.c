@@ -898,6 +898,70 @@ static void *share_main(void *arg)
     return NULL;
 }
 
+/* A shared store's lock: held across calls (recursive), let go by
+ * store_yield only at the caller's own depth, and taken back by
+ * store_resume after a thread that waited for it, whose wait calls the
+ * `waiting` function once its place is taken. */
+struct lock_probe {
+    struct store *store;
+    int got;            /* the other thread held the store */
+};
+
+static void *take_and_leave(void *arg)
+{
+    struct lock_probe *p = arg;
+
+    store_enter(p->store);
+    __atomic_store_n(&p->got, 1, __ATOMIC_SEQ_CST);
+    usleep(20000);   /* still holding it while the first thread resumes */
+    store_leave(p->store, KEEL_OK);
+    return NULL;
+}
+
+static int waited;
+
+static void note_wait(void *ctx)
+{
+    (void)ctx;
+    waited++;
+}
+
+START_TEST(test_store_lock_yield_and_resume)
+{
+    struct store *store = NULL;
+    struct keel_error err;
+    struct lock_probe probe = {0};
+    pthread_t t;
+    int depth;
+
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_open("mem:", &store, &err), KEEL_OK);
+    ck_assert_int_eq(store_yield(store), 0);   /* not shared: nothing to let go */
+    ck_assert_int_eq(store_share_threads(store, &err), KEEL_OK);
+    ck_assert_int_eq(store_yield(store), 0);   /* not held */
+    store_enter(store);
+    store_enter(store);   /* as inside a store call */
+    ck_assert_int_eq(store_yield(store), 0);
+    store_leave(store, KEEL_OK);
+    probe.store = store;
+    ck_assert_int_eq(pthread_create(&t, NULL, take_and_leave, &probe), 0);
+    usleep(20000);
+    ck_assert_int_eq(__atomic_load_n(&probe.got, __ATOMIC_SEQ_CST), 0);   /* held */
+    depth = store_yield(store);
+    ck_assert_int_eq(depth, 1);
+    while (!__atomic_load_n(&probe.got, __ATOMIC_SEQ_CST))
+        usleep(1000);
+    waited = 0;
+    store_resume(store, depth, note_wait, NULL);   /* waits for the other to leave */
+    ck_assert_int_eq(waited, 1);
+    pthread_join(t, NULL);
+    store_leave(store, KEEL_OK);
+    store_enter(store);   /* free again: taken at once */
+    store_leave(store, KEEL_OK);
+    store_close(store);
+}
+END_TEST
+
 START_TEST(test_conv_shared_by_threads)
 {
     struct store *store = unit_store_fresh();
@@ -1054,6 +1118,7 @@ static void add_contract_tests(TCase *tc)
     tcase_add_test(tc, test_conv_argument_errors);
     tcase_add_test(tc, test_conv_read_snapshot_contract);
     tcase_add_test(tc, test_conv_shared_by_threads);
+    tcase_add_test(tc, test_store_lock_yield_and_resume);
 }
 
 Suite *suite_store_conv(void)
