@@ -312,17 +312,25 @@ int store_counts(struct store *store, struct store_counts *out, struct keel_erro
     return store_leave(store, store->ops->counts(store, out, err));
 }
 
-/* A shared store takes no snapshot: it would hold the lock for a turn. */
+/* 1 when `store` is shared and this thread holds it (store_enter). */
+static int held_here(const struct store *store)
+{
+    return store->lock && atomic_load(&store->lock->owner) == thread_token();
+}
+
+/* A shared store takes a snapshot only for a thread that holds it across
+ * the snapshot (a server's worker holds it across turns): for any other,
+ * the snapshot would hold the lock between its calls. */
 int store_read_begin(struct store *store, struct keel_error *err)
 {
-    if (store->lock || !store->ops->read_begin)
+    if ((store->lock && !held_here(store)) || !store->ops->read_begin)
         return KEEL_OK;
     return store->ops->read_begin(store, err);
 }
 
 void store_read_end(struct store *store)
 {
-    if (!store->lock && store->ops->read_end)
+    if ((!store->lock || held_here(store)) && store->ops->read_end)
         store->ops->read_end(store);
 }
 

@@ -390,9 +390,9 @@ void store_close(struct store *store);
 
 /* Lets several threads use `store` at once (a server's workers): from
  * now on every store_* call on it holds the store's lock for its length,
- * and store_read_begin/end do nothing, since a snapshot would hold it for
- * a whole turn. Without this, a store is for one thread at a time.
- * Idempotent; KEEL_ENOMEM.
+ * and store_read_begin/end do nothing unless the calling thread holds
+ * the lock itself (store_enter) across the snapshot. Without this, a
+ * store is for one thread at a time. Idempotent; KEEL_ENOMEM.
  *
  * The lock is recursive (a backend's callback may call the store again)
  * and fair: threads waiting for it get it in the order they came. */

@@ -1041,6 +1041,33 @@ static void *restart_main(void *arg)
     return NULL;
 }
 
+/* A shared store takes a read snapshot for a thread that holds it across
+ * the snapshot (a server's worker), and none for one that does not. */
+START_TEST(test_conv_sqlite_shared_snapshot_when_held)
+{
+    struct store *a = unit_store_fresh();
+    struct keel_error err;
+
+    save_ok(a, "conv_a", 1);
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_share_threads(a, &err), KEEL_OK);
+    ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);
+    assert_conversation(a, "conv_a", 1);
+    ck_assert(!sqlite_in_snapshot((struct sqlite_store *)a));   /* not held: none */
+    store_read_end(a);
+    store_enter(a);
+    ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);
+    assert_conversation(a, "conv_a", 1);
+    ck_assert(sqlite_in_snapshot((struct sqlite_store *)a));
+    save_ok(a, "conv_a", 2);   /* the write takes the snapshot over and commits */
+    ck_assert(!sqlite_in_snapshot((struct sqlite_store *)a));
+    store_read_end(a);
+    store_leave(a, KEEL_OK);
+    assert_conversation(a, "conv_a", 2);
+    store_close(a);
+}
+END_TEST
+
 START_TEST(test_conv_sqlite_snapshot_yields_to_checkpoint)
 {
     struct store *a = unit_store_fresh();
@@ -1154,6 +1181,7 @@ Suite *suite_store_conv(void)
     tcase_add_test(file, test_conv_sqlite_read_snapshot);
     tcase_add_test(file, test_conv_sqlite_shared_has_no_snapshot);
     tcase_add_test(file, test_conv_sqlite_snapshot_yields_to_checkpoint);
+    tcase_add_test(file, test_conv_sqlite_shared_snapshot_when_held);
     tcase_add_test(file, test_conv_sqlite_write_after_checkpoint_restarts_wal);
     suite_add_tcase(s, file);
     return s;
