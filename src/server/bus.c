@@ -8,6 +8,7 @@
  */
 #include "server/bus.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,14 +238,19 @@ int bus_frame_parse(const char *frame, size_t len, long *id, char *name, size_t 
                     const char **data, size_t *data_len)
 {
     const char *end = frame + len, *p, *nl;
-    char *after;
+    long v = 0;
 
-    if (len < 4 || strncmp(frame, "id: ", 4))
+    if (len < 5 || strncmp(frame, "id: ", 4))
         return -1;
-    *id = strtol(frame + 4, &after, 10);
-    p = after;
-    if (end - p < 8 || strncmp(p, "\nevent: ", 8))
+    /* the number's digits, within `len` (the text need not end in a NUL) */
+    for (p = frame + 4; p < end && *p >= '0' && *p <= '9'; p++) {
+        if (v > (LONG_MAX - (*p - '0')) / 10)
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    if (p == frame + 4 || end - p < 8 || strncmp(p, "\nevent: ", 8))
         return -1;
+    *id = v;
     p += 8;
     if (!(nl = memchr(p, '\n', (size_t)(end - p))) || (size_t)(nl - p) >= name_n)
         return -1;
