@@ -268,7 +268,11 @@ static void *worker_main(void *arg)
     keel_blocking_hooks(on_blocking, on_unblocking, w);
     store_enter(srv->worker_store);
     for (;;) {
-        if ((job = queue_take(srv->queue, 1))) {
+        /* Not while a turn back from the network waits for the store: the
+         * kick that told the holder may have gone to another worker, which
+         * let go; this one would then wait for a job with the store held. */
+        job = atomic_load(&srv->resuming) ? NULL : queue_take(srv->queue, 1);
+        if (job) {
             run_job(w, job);
             queue_done(srv->queue, job);
             job_free(job);

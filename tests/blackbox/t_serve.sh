@@ -564,7 +564,7 @@ slow_openalex() {
 test_serve_a_turn_waiting_on_the_network_holds_up_no_other() {
     RC=0 ERR=
     slow_openalex 3000
-    serve_start "$TMP/serve_wait.db" --providers openalex --workers 2
+    serve_start "$TMP/serve_wait.db" --providers openalex --workers 3
     post /v1/chat '{"message": "find recent papers on sleep and memory"}'
     expect_code 202
     cid=$(printf '%s' "$OUT" | jq -r .correlation_id)
