@@ -574,6 +574,7 @@ static int exchange(struct llm *llm, const char *endpoint, char *text, int strea
         snprintf(auth, sizeof(auth), "Authorization: Bearer %s", getenv(c->key_env));
         headers = curl_slist_append(headers, auth);
     }
+    keel_blocking_begin();   /* every attempt and the waits between: one wait */
     for (int retries = c->retries;; retries--) {
         struct attempt a;
         enum outcome o;
@@ -604,6 +605,7 @@ static int exchange(struct llm *llm, const char *endpoint, char *text, int strea
         backoff *= 2;
         keel_buf_reset(&reply->text);
     }
+    keel_blocking_end();
     reply->elapsed_ms = mono_ms() - start;
     /* A server that refuses one request (4xx but 429) is up: that does
      * not count against it for every other user. */

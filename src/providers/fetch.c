@@ -371,7 +371,7 @@ static int run_all(struct transfer *ts, size_t n, struct providers *p,
     CURLM *multi = curl_multi_init();
     long budget = p->conf.max_backoff_ms;
     int64_t deadline;
-    int rc = KEEL_OK;
+    int rc = KEEL_OK, blocking = 0;
 
     if (!multi)
         return KEEL_ENOMEM;
@@ -379,7 +379,6 @@ static int run_all(struct transfer *ts, size_t n, struct providers *p,
         if (2 * p->conf.p[ts[i].id].timeout_ms + p->conf.max_backoff_ms > budget)
             budget = 2 * p->conf.p[ts[i].id].timeout_ms + p->conf.max_backoff_ms;
     deadline = mono_ms() + budget;
-    keel_blocking_begin();   /* the providers answer in their own time */
     for (;;) {
         int64_t now = mono_ms(), next = -1;
         int running = 0, pending = 0, left;
@@ -404,6 +403,10 @@ static int run_all(struct transfer *ts, size_t n, struct providers *p,
             pending |= ts[i].active;
         if (rc || !pending)
             break;
+        if (!blocking) {   /* a request is out: the providers answer in their own time */
+            keel_blocking_begin();
+            blocking = 1;
+        }
         curl_multi_perform(multi, &running);
         while ((msg = curl_multi_info_read(multi, &left)))
             if (msg->msg == CURLMSG_DONE) {
@@ -431,7 +434,8 @@ static int run_all(struct transfer *ts, size_t n, struct providers *p,
             }
         }
     }
-    keel_blocking_end();
+    if (blocking)
+        keel_blocking_end();
     for (size_t i = 0; i < n; i++)
         if (ts[i].easy && ts[i].active)
             curl_multi_remove_handle(multi, ts[i].easy);

@@ -30,6 +30,7 @@ struct worker {
     int running;
     struct pipeline *pl[SERVER_PACKS_MAX];
     int yielded;   /* store_yield's depth while its turn waits on the network */
+    int counted;   /* it counts in srv->resuming while in line for the store */
 };
 
 struct turn_ctx {
@@ -229,24 +230,31 @@ static void on_blocking(void *arg)
     w->yielded = store_yield(w->srv->worker_store);
 }
 
-static void kick(void *queue)
+/* store_resume's `waiting`: in line for the store now, this turn asks the
+ * holder to let go. A holder waiting for a job gets NULL (queue_kick); a
+ * running one, or an idle worker the store passes to first, sees
+ * `resuming`. Counted only once in line, so no holder lets go for a turn
+ * that has not yet taken its place (it would take the store straight
+ * back, and again). */
+static void kick(void *arg)
 {
-    queue_kick(queue);
+    struct worker *w = arg;
+
+    atomic_fetch_add(&w->srv->resuming, 1);
+    w->counted = 1;
+    queue_kick(w->srv->queue);
 }
 
 static void on_unblocking(void *arg)
 {
     struct worker *w = arg;
-    struct server *srv = w->srv;
 
     if (!w->yielded)
         return;
-    atomic_fetch_add(&srv->resuming, 1);
-    /* in line for the store, the holder is asked to let go: a worker
-     * waiting for a job gets NULL (queue_kick), a running one looks at
-     * `resuming` after its turn */
-    store_resume(srv->worker_store, w->yielded, kick, srv->queue);
-    atomic_fetch_sub(&srv->resuming, 1);
+    w->counted = 0;
+    store_resume(w->srv->worker_store, w->yielded, kick, w);
+    if (w->counted)
+        atomic_fetch_sub(&w->srv->resuming, 1);
     w->yielded = 0;
 }
 

@@ -23,6 +23,7 @@ struct store_lock {
     unsigned long serving;   /* the number that holds the lock */
     atomic_uintptr_t owner;  /* the holder's thread_token(), 0: none */
     int depth;               /* the holder's: read and written by it alone */
+    int reading;             /* the holder's read snapshot is open (one depth of its own) */
 };
 
 int store_open(const char *location, struct store **out, struct keel_error *err)
@@ -320,18 +321,39 @@ static int held_here(const struct store *store)
 
 /* A shared store takes a snapshot only for a thread that holds it across
  * the snapshot (a server's worker holds it across turns): for any other,
- * the snapshot would hold the lock between its calls. */
+ * the snapshot would hold the lock between its calls. The snapshot holds
+ * one more depth of the lock, so store_yield refuses while it is open:
+ * another thread would read and write inside its transaction. */
 int store_read_begin(struct store *store, struct keel_error *err)
 {
-    if ((store->lock && !held_here(store)) || !store->ops->read_begin)
+    int rc;
+
+    if (!store->ops->read_begin)
         return KEEL_OK;
-    return store->ops->read_begin(store, err);
+    if (!store->lock)
+        return store->ops->read_begin(store, err);
+    if (!held_here(store) || store->lock->reading)
+        return KEEL_OK;
+    store_enter(store);
+    if ((rc = store->ops->read_begin(store, err)))
+        return store_leave(store, rc);
+    store->lock->reading = 1;
+    return KEEL_OK;
 }
 
 void store_read_end(struct store *store)
 {
-    if ((!store->lock || held_here(store)) && store->ops->read_end)
+    if (!store->lock) {
+        if (store->ops->read_end)
+            store->ops->read_end(store);
+        return;
+    }
+    if (!held_here(store) || !store->lock->reading)
+        return;
+    store->lock->reading = 0;
+    if (store->ops->read_end)
         store->ops->read_end(store);
+    store_leave(store, KEEL_OK);
 }
 
 static int check_id(const char *id, struct keel_error *err)

@@ -1042,7 +1042,8 @@ static void *restart_main(void *arg)
 }
 
 /* A shared store takes a read snapshot for a thread that holds it across
- * the snapshot (a server's worker), and none for one that does not. */
+ * the snapshot (a server's worker), and none for one that does not; the
+ * holder cannot yield it while the snapshot is open. */
 START_TEST(test_conv_sqlite_shared_snapshot_when_held)
 {
     struct store *a = unit_store_fresh();
@@ -1059,9 +1060,12 @@ START_TEST(test_conv_sqlite_shared_snapshot_when_held)
     ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);
     assert_conversation(a, "conv_a", 1);
     ck_assert(sqlite_in_snapshot((struct sqlite_store *)a));
+    ck_assert_int_eq(store_yield(a), 0);   /* not while the snapshot is open */
     save_ok(a, "conv_a", 2);   /* the write takes the snapshot over and commits */
     ck_assert(!sqlite_in_snapshot((struct sqlite_store *)a));
     store_read_end(a);
+    ck_assert_int_eq(store_yield(a), 1);   /* the caller's own hold, once it ended */
+    store_resume(a, 1, NULL, NULL);
     store_leave(a, KEEL_OK);
     assert_conversation(a, "conv_a", 2);
     store_close(a);
