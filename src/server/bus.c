@@ -342,7 +342,7 @@ void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, jso
     if (result && !text && !error)   /* out of memory: the turn fails rather than hangs */
         error = json_pack("{s:i, s:s, s:s}", "code", KEEL_ENOMEM, "field", "", "message",
                           "out of memory");
-    if (error && !quiet)
+    if (error)   /* a failed turn stores nothing: even a quiet one keeps its error event */
         error_text = keel_json_dumps_len(error, EVENT_FLAGS, 0, &error_len);
     json_decref(result);
     pthread_mutex_lock(&bus->lock);
@@ -350,7 +350,7 @@ void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, jso
     if (rec) {
         if (!quiet && text)
             append_text(rec, "done", text, len);
-        else if (!quiet && error_text)
+        else if (error_text)
             append_text(rec, "error", error_text, error_len);
         json_object_set_new(rec, "status", json_integer(text ? BUS_DONE : BUS_FAILED));
         if (text)

@@ -34,8 +34,9 @@ void bus_free(struct bus *bus);
 /* Starts the record of a queued turn. KEEL_ENOMEM; KEEL_EFAIL when the
  * bus holds `capacity` unfinished turns. A `quiet` turn is one no reader
  * can follow while it runs (a ?wait=1 request: its correlation id is
- * first told in its answer): its publisher puts only its last event (done
- * or error) on the bus, and bus_events_kept says so to readers. */
+ * first told in its answer): its publisher puts none of its events on
+ * the bus but an `error` (bus_finish), and bus_events_kept says so to
+ * readers. */
 int bus_open(struct bus *bus, const char *correlation_id, const char *conversation_id,
              const char *owner, int quiet, int64_t now_ms);
 
@@ -66,7 +67,8 @@ long bus_finished(struct bus *bus);
 
 /* Ends a turn: `result` (stolen) on success, else `error` (stolen). Its
  * last event, `done` with the result as data or `error`, is appended
- * first, unless the turn is quiet. The bus keeps the result as JSON text:
+ * first; a quiet turn gets only the `error` (a failed turn is not stored,
+ * so no replay would have it). The bus keeps the result as JSON text:
  * the `done` event's data, or for a quiet turn compact in the order it
  * was built with reals to 10 digits (a ?wait=1 body, bus_result_text). */
 void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, json_t *error,

@@ -225,6 +225,14 @@ START_TEST(test_bus_quiet_turns_and_frames)
     ck_assert_uint_eq(len, strlen(text));
     keel_free(text);
     ck_assert_ptr_null(bus_result_text(bus, "turn_nope", 1, &len));
+    /* a quiet turn that failed keeps its error event: nothing else has it */
+    ck_assert_int_eq(bus_open(bus, "turn_qf", "c", "", 1, 0), KEEL_OK);
+    bus_finish(bus, "turn_qf", NULL, json_pack("{s:i}", "code", 5), 15);
+    ck_assert_int_eq(bus_read(bus, "turn_qf", 0, &events, NULL, NULL, NULL, 0), BUS_FAILED);
+    ck_assert_uint_eq(json_array_size(events), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(events, 0)),
+                     "id: 1\nevent: error\ndata: {\"code\":5}\n\n");
+    json_decref(events);
 
     ck_assert_int_eq(bus_open(bus, "turn_f", "c", "", 0, 0), KEEL_OK);
     ck_assert_int_eq(bus_publish(bus, "turn_f", "stage", json_pack("{s:s}", "m", "a")), 1);
