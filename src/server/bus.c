@@ -8,14 +8,11 @@
  */
 #include "server/bus.h"
 
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
-#include "core/buf.h"
 #include "core/error.h"
 #include "core/id.h"
 #include "core/json.h"
@@ -220,50 +217,6 @@ void bus_running(struct bus *bus, const char *correlation_id)
     wake(bus, 0);
 }
 
-char *bus_frame(long id, const char *name, const char *data, size_t data_len, size_t *len)
-{
-    struct keel_buf b;
-
-    keel_buf_init(&b, 0);
-    if (keel_buf_grow(&b, data_len + 64) ||
-        keel_buf_addf(&b, "id: %ld\nevent: %s\ndata: ", id, name) ||
-        keel_buf_add(&b, data, data_len) || keel_buf_add(&b, "\n\n", 2)) {
-        keel_buf_release(&b);
-        return NULL;
-    }
-    return keel_buf_detach(&b, len);
-}
-
-int bus_frame_parse(const char *frame, size_t len, long *id, char *name, size_t name_n,
-                    const char **data, size_t *data_len)
-{
-    const char *end = frame + len, *p, *nl;
-    long v = 0;
-
-    if (len < 5 || strncmp(frame, "id: ", 4))
-        return -1;
-    /* the number's digits, within `len` (the text need not end in a NUL) */
-    for (p = frame + 4; p < end && *p >= '0' && *p <= '9'; p++) {
-        if (v > (LONG_MAX - (*p - '0')) / 10)
-            return -1;
-        v = v * 10 + (*p - '0');
-    }
-    if (p == frame + 4 || end - p < 8 || strncmp(p, "\nevent: ", 8))
-        return -1;
-    *id = v;
-    p += 8;
-    if (!(nl = memchr(p, '\n', (size_t)(end - p))) || (size_t)(nl - p) >= name_n)
-        return -1;
-    memcpy(name, p, (size_t)(nl - p));
-    name[nl - p] = '\0';
-    p = nl + 1;
-    if (end - p < 8 || strncmp(p, "data: ", 6) || strncmp(end - 2, "\n\n", 2))
-        return -1;
-    *data = p + 6;
-    *data_len = (size_t)(end - 2 - *data);
-    return 0;
-}
-
 /* Appends an event's SSE text (its data already JSON text) to record
  * `rec`, under the lock; returns its number, or 0 when memory ran out. */
 static long append_text(json_t *rec, const char *name, const char *data, size_t data_len)
@@ -316,13 +269,18 @@ long bus_finished(struct bus *bus)
     return n;
 }
 
-/* 1 when the turn was opened quiet. */
-static int is_quiet(struct bus *bus, const char *correlation_id)
+/* 1 when the bus knows the turn and it was opened quiet; *known, when
+ * not NULL, says whether the bus knows it. */
+static int quiet_of(struct bus *bus, const char *correlation_id, int *known)
 {
+    json_t *rec;
     int quiet;
 
     pthread_mutex_lock(&bus->lock);
-    quiet = json_is_true(json_object_get(json_object_get(bus->turns, correlation_id), "quiet"));
+    rec = json_object_get(bus->turns, correlation_id);
+    quiet = json_is_true(json_object_get(rec, "quiet"));
+    if (known)
+        *known = rec != NULL;
     pthread_mutex_unlock(&bus->lock);
     return quiet;
 }
@@ -330,7 +288,7 @@ static int is_quiet(struct bus *bus, const char *correlation_id)
 void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, json_t *error,
                 int64_t now_ms)
 {
-    int quiet = is_quiet(bus, correlation_id);
+    int quiet = quiet_of(bus, correlation_id, NULL);
     size_t len = 0, error_len = 0;
     /* Written before the lock: the result as its `done` event's data, or
      * (quiet: it has no events) as the waiting request's body. */
@@ -424,14 +382,9 @@ char *bus_result_text(struct bus *bus, const char *correlation_id, size_t spare,
 
 int bus_events_kept(struct bus *bus, const char *correlation_id)
 {
-    json_t *rec;
-    int kept;
+    int known, quiet = quiet_of(bus, correlation_id, &known);
 
-    pthread_mutex_lock(&bus->lock);
-    rec = json_object_get(bus->turns, correlation_id);
-    kept = rec && !json_is_true(json_object_get(rec, "quiet"));
-    pthread_mutex_unlock(&bus->lock);
-    return kept;
+    return known && !quiet;
 }
 
 int bus_owner(struct bus *bus, const char *correlation_id, char *out, size_t n)

@@ -1,8 +1,8 @@
 /*
  * workers.c — the worker threads: all share one store (one connection,
  * store_share_threads), each holds one pipeline per served pack, takes
- * turns from its queue partition,
- * and publishes on the bus what the user may see: stage lines (events of
+ * turns from the queue (one worker at a time, see worker_main), and
+ * publishes on the bus what the user may see: stage lines (events of
  * level user or both), the answer in small pieces (`token`), then `done`
  * with the result's summary, or `error`. With a model, the pieces are
  * the model's, published as they arrive; when the model fails
@@ -25,7 +25,6 @@
 
 struct worker {
     struct server *srv;
-    int index;
     pthread_t thread;
     int running;
     struct pipeline *pl[SERVER_PACKS_MAX];
@@ -39,7 +38,7 @@ struct turn_ctx {
     const char *correlation_id;
     uint64_t stage_start[METRICS_STAGES];   /* monotonic ns */
     int streamed;                           /* model tokens went out and were not voided */
-    int quiet;                              /* the job's: only the last event goes on the bus */
+    int quiet;                              /* the job's: its events stay off the bus */
 };
 
 static uint64_t now_ns(void)
@@ -318,7 +317,6 @@ int workers_start(struct server *srv, struct keel_error *err)
     for (int i = 0; i < srv->n_workers; i++) {
         struct worker *w = &srv->workers[i];
         w->srv = srv;
-        w->index = i;
         for (int p = 0; p < srv->n_packs; p++) {
             struct pipeline_options o = {.packs_dir = srv->opt.packs_dir, .pack = srv->packs[p],
                                          .store = srv->worker_store, .providers = srv->opt.providers,

@@ -206,8 +206,6 @@ static int stmt_lookup_text(struct sqlite_store *st, enum stmt_id id, char *out,
     return result;
 }
 
-/* Rolls back the open transaction, if any (SQLite may already have rolled
- * it back after an error such as SQLITE_NOMEM or SQLITE_FULL). */
 /* Rolls back the connection's open transaction, if any (errors are the
  * connection's next statement's to report). */
 static void rollback_open(struct sqlite_store *st)
@@ -218,6 +216,9 @@ static void rollback_open(struct sqlite_store *st)
     }
 }
 
+/* Rolls back the open transaction, if any (SQLite may already have rolled
+ * it back after an error such as SQLITE_NOMEM or SQLITE_FULL), and gives
+ * back the write mutex. */
 void sqlite_tx_rollback(struct sqlite_store *st)
 {
     rollback_open(st);

@@ -50,25 +50,26 @@ static int stripe_of(const char *path)
     return (int)(h % STRIPES);
 }
 
+/* The mutex of the store's file (its stripe found once). */
+static pthread_mutex_t *stripe_mutex(struct sqlite_store *st)
+{
+    pthread_once(&stripes_once, stripes_init);
+    if (st->write_stripe < 0)
+        st->write_stripe = stripe_of(st->path);
+    return &stripes[st->write_stripe];
+}
+
 void sqlite_write_lock(struct sqlite_store *st)
 {
     if (st->write_locked)
         return;
-    pthread_once(&stripes_once, stripes_init);
-    if (st->write_stripe < 0)
-        st->write_stripe = stripe_of(st->path);
-    pthread_mutex_lock(&stripes[st->write_stripe]);
+    pthread_mutex_lock(stripe_mutex(st));
     st->write_locked = 1;
 }
 
 int sqlite_write_trylock(struct sqlite_store *st)
 {
-    if (st->write_locked)
-        return 1;
-    pthread_once(&stripes_once, stripes_init);
-    if (st->write_stripe < 0)
-        st->write_stripe = stripe_of(st->path);
-    if (pthread_mutex_trylock(&stripes[st->write_stripe]))
+    if (!st->write_locked && pthread_mutex_trylock(stripe_mutex(st)))
         return 0;
     st->write_locked = 1;
     return 1;
