@@ -79,17 +79,19 @@ static const char *logged_tool(const struct turn *t)
 }
 
 /* Serialises `value` (compact, keys sorted) into a new string, or NULL
- * when out of memory — never a partial document. */
+ * when out of memory or longer than publish's cap — never a partial
+ * document. */
 static char *dump(const json_t *value)
 {
-    struct keel_buf b;
+    size_t len;
+    char *text = keel_json_dumps_len(value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY, 0,
+                                     &len);
 
-    keel_buf_init(&b, STORE_TEXT_MAX * 4);
-    if (keel_json_append(&b, value, JSON_COMPACT)) {
-        keel_buf_release(&b);
+    if (text && len > STORE_TEXT_MAX * 4) {   /* publish's cap on a text */
+        keel_free(text);
         return NULL;
     }
-    return keel_buf_detach(&b, NULL);
+    return text;
 }
 
 int stage_publish(struct turn *t, struct keel_error *err)
