@@ -701,6 +701,24 @@ void memory_commit(struct memory *m, const struct memory_decision *d)
         memory_index_remove(m->index, d->target);
 }
 
+int memory_reload(struct memory *m, struct keel_error *err)
+{
+    int dim = m->dim, rc;
+
+    memory_index_free(m->index);
+    m->index = NULL;
+    m->dim = 0;
+    m->seq = 0;
+    m->opened = 0;
+    if (dim && index_for(m, dim))
+        return keel_error_set(err, KEEL_ENOMEM, "memory", "out of memory");
+    rc = sync_index(m, err);
+    m->opened = 1;
+    if (m->index)
+        memory_index_configure(m->index, &m->conf.index);
+    return rc;
+}
+
 int memory_admit(struct memory *m, const struct memory_input *in, json_t **out,
                  struct keel_error *err)
 {

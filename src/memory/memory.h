@@ -196,6 +196,13 @@ int memory_decide(struct memory *m, const struct memory_input *in, struct memory
 const struct store_memory_change *memory_decision_change(const struct memory_decision *d);
 const json_t *memory_decision_json(const struct memory_decision *d);
 void memory_commit(struct memory *m, const struct memory_decision *d);
+
+/* Builds the index again from the store's decisions alone: after a
+ * commit that failed (store_batch_end), it drops what memory_commit
+ * added for turns that were never stored. KEEL_ENOMEM or the store's
+ * error; the index then holds what could be read, and the next
+ * memory_decide reads the rest. */
+int memory_reload(struct memory *m, struct keel_error *err);
 void memory_decision_free(struct memory_decision *d);
 
 /* The active runs of `owner` (NULL or "": none, the local user)

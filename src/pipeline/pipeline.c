@@ -219,6 +219,11 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
     return KEEL_OK;
 }
 
+int pipeline_batch_failed(struct pipeline *pl, struct keel_error *err)
+{
+    return pl->memory ? memory_reload(pl->memory, err) : KEEL_OK;
+}
+
 void pipeline_free(struct pipeline *pl)
 {
     if (!pl)

@@ -120,6 +120,12 @@ int pipeline_new(const struct pipeline_options *options, struct pipeline **out,
  * "": no export (the default). KEEL_ENOMEM leaves the old setting. */
 int pipeline_set_artifacts_dir(struct pipeline *pl, const char *dir, struct keel_error *err);
 
+/* After a batch of turns on the pipeline's store failed to commit
+ * (store_batch_end): forgets what those turns' publish left in memory
+ * (the long-term memory index; docs/store.md), so that only stored turns
+ * count. KEEL_OK, or the store's error (the index catches up later). */
+int pipeline_batch_failed(struct pipeline *pl, struct keel_error *err);
+
 /* Frees a pipeline (not its store). NULL is a no-op. */
 void pipeline_free(struct pipeline *pl);
 

@@ -199,8 +199,12 @@ int stage_publish(struct turn *t, struct keel_error *err)
         state_cache_put(t->pl->states, t->conversation_id, texts[0], &t->state, &t->pl->cfg);
     if (!rc && t->memory_decision)
         memory_commit(t->pl->memory, t->memory_decision);
+    /* after the commit: the store is the source of truth (in a batch,
+     * store_batch_begin, this turn's commit is made now) */
+    if (!rc && t->artifact && t->pl->artifacts_dir)
+        rc = store_batch_flush(t->pl->store, err);
     if (!rc)
-        artifact_export(t);   /* after the commit: the store is the source of truth */
+        artifact_export(t);
 out:
     if (rc == KEEL_ENOMEM && !err->code)
         keel_error_set(err, KEEL_ENOMEM, "publish", "out of memory");

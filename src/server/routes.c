@@ -354,6 +354,9 @@ void route_request(struct evhttp_request *req, void *arg)
     int get = method == EVHTTP_REQ_GET, post = method == EVHTTP_REQ_POST;
     struct principal who;
 
+    /* the loop is running: a turn that ends meanwhile need not wake it,
+     * as serve_loop looks at the bus before the loop waits again */
+    atomic_store_explicit(&srv->loop_asleep, 0, memory_order_relaxed);
     http_path(req, path, sizeof(path));
     if (route_artifacts_shared(srv, req, path, get) || route_scenario_shared(srv, req, path, get))
         return;

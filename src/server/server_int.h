@@ -26,6 +26,8 @@
 #define SERVER_QUEUE_PARTITIONS 256        /* conversations hashed for one-at-a-time */
 #define SERVER_HEARTBEAT_S  15
 #define SERVER_PUMP_BATCH   128            /* streams sent to per loop pass */
+#define SERVER_BATCH_TURNS  8              /* turns committed together, at most … */
+#define SERVER_BATCH_NS     2000000ull     /* … and begun within this long (workers.c) */
 
 /* Who is asking: with --auth none everyone is `open` (no owner checks);
  * else the user and API role of a valid key. */
@@ -106,6 +108,9 @@ struct server {
     size_t n_streams;
     atomic_size_t streams_open;      /* n_streams, for other threads: notify skips waking
                                       * the loop for a turn's events no stream follows */
+    atomic_int loop_asleep;          /* 1: the loop may be waiting for events, so a turn's
+                                      * end must wake it; 0: it is running and looks at the
+                                      * bus before it waits again (server.c) */
     struct stream *pump_head, *pump_tail;   /* streams with something to send */
     struct event *pump;              /* sends for the next few of them (streams.c) */
     struct waiter *waiters;

@@ -23,6 +23,14 @@
 #include "pipeline/pipeline.h"
 #include "server/server_int.h"
 
+/* A turn that ran, waiting for its batch's commit to be answered. */
+struct ran {
+    struct job *job;
+    json_t *summary;   /* the result's summary (server_result_summary), or NULL … */
+    json_t *error;     /* … and why the turn failed */
+    int streamed;      /* answer pieces went out on the bus */
+};
+
 struct worker {
     struct server *srv;
     pthread_t thread;
@@ -30,6 +38,10 @@ struct worker {
     struct pipeline *pl[SERVER_PACKS_MAX];
     int yielded;   /* store_yield's depth while its turn waits on the network */
     int counted;   /* it counts in srv->resuming while in line for the store */
+    int batching;  /* store_batch_begin began the batch of `ran` */
+    uint64_t batch_began;              /* now_ns() */
+    struct ran ran[SERVER_BATCH_TURNS];
+    int n_ran;
 };
 
 struct turn_ctx {
@@ -151,7 +163,9 @@ json_t *server_result_summary(const json_t *result)
                      json_object_get(result, "scenario_changes"), "artifact", artifact);
 }
 
-static void run_job(struct worker *w, struct job *job)
+/* Runs one job's turn; what it ended with goes to `out`, for finish()
+ * once its batch is committed. */
+static void run_job(struct worker *w, struct job *job, struct ran *out)
 {
     struct server *srv = w->srv;
     struct turn_ctx ctx = {srv->bus, &srv->metrics, job->correlation_id, {0}, 0, job->quiet};
@@ -172,8 +186,9 @@ static void run_job(struct worker *w, struct job *job)
         .token_ctx = &ctx,
     };
     struct keel_error err;
-    json_t *result = NULL, *summary, *scenario = NULL;
+    json_t *result = NULL, *scenario = NULL;
 
+    *out = (struct ran){job, NULL, NULL, 0};
     keel_error_clear(&err);
     if (job->scenario_json &&
         keel_json_parse(job->scenario_json, strlen(job->scenario_json), SCENARIO_BYTES_LIMIT * 2,
@@ -195,27 +210,75 @@ static void run_job(struct worker *w, struct job *job)
     }
     atomic_fetch_add(&srv->metrics.turns, 1);
     histogram_observe(&srv->metrics.turn, (double)(now_ns() - t0) / 1e6);
-    if (!result)
-        atomic_fetch_add(&srv->metrics.errors, 1);
-    if (result && (summary = server_result_summary(result))) {
+    if (result && (out->summary = server_result_summary(result))) {
         if (!job->quiet && !json_is_true(json_object_get(result, "streamed")))
             publish_tokens(srv->bus, job->correlation_id,
                            json_string_value(json_object_get(result, "answer")));
-        bus_finish(srv->bus, job->correlation_id, summary, NULL, keel_clock_now());
+        out->streamed = !job->quiet;
     } else {
-        json_t *error;
         if (!err.code)
             keel_error_set(&err, KEEL_ENOMEM, "turn", "out of memory");
-        error = json_pack("{s:i, s:s, s:s}", "code", err.code, "field", err.field, "message",
-                          err.message);
-        if (ctx.streamed && !job->quiet)   /* the streamed answer was never stored */
-            bus_publish(srv->bus, job->correlation_id, "reset",
-                        json_pack("{s:s}", "reason", "the turn failed"));
-        bus_finish(srv->bus, job->correlation_id, NULL, error ? error : json_object(),
-                   keel_clock_now());
+        out->error = json_pack("{s:i, s:s, s:s}", "code", err.code, "field", err.field, "message",
+                               err.message);
+        out->streamed = ctx.streamed && !job->quiet;   /* never stored */
     }
     json_decref(result);
     json_decref(scenario);
+}
+
+/* Answers a turn on the bus — its summary, or its error (also when its
+ * batch's commit failed, `lost`) — and lets its conversation's next turn
+ * run. */
+static void finish(struct worker *w, struct ran *r, const struct keel_error *lost)
+{
+    struct server *srv = w->srv;
+    const char *cid = r->job->correlation_id;
+
+    if (r->summary && lost) {
+        json_decref(r->summary);
+        r->summary = NULL;
+        r->error = json_pack("{s:i, s:s, s:s}", "code", lost->code, "field", lost->field,
+                             "message", lost->message);
+    }
+    if (r->summary) {
+        bus_finish(srv->bus, cid, r->summary, NULL, keel_clock_now());
+    } else {
+        atomic_fetch_add(&srv->metrics.errors, 1);
+        if (r->streamed)   /* the answer that went out was never stored */
+            bus_publish(srv->bus, cid, "reset", json_pack("{s:s}", "reason", "the turn failed"));
+        bus_finish(srv->bus, cid, NULL, r->error ? r->error : json_object(), keel_clock_now());
+    }
+    queue_done(srv->queue, r->job);
+    job_free(r->job);
+}
+
+/* Commits the batch of turns that ran (store_batch_end) and answers
+ * them. When the commit fails, none of them is stored: each answers with
+ * the store's error, and the pipelines forget what those turns left in
+ * memory. Called before the worker lets the store go. */
+static void batch_end(struct worker *w)
+{
+    struct keel_error err, reload;
+    int rc = KEEL_OK;
+
+    keel_error_clear(&err);
+    if (w->batching)
+        rc = store_batch_end(w->srv->worker_store, &err);
+    w->batching = 0;
+    if (rc) {
+        keel_log(KEEL_LOG_ERROR, "turns.commit_failed",
+                 json_pack("{s:i, s:s, s:s}", "turns", w->n_ran, "field", err.field, "error",
+                           err.message));
+        for (int p = 0; p < w->srv->n_packs; p++) {
+            keel_error_clear(&reload);
+            if (w->pl[p] && pipeline_batch_failed(w->pl[p], &reload))
+                keel_log(KEEL_LOG_WARN, "memory.reload_failed",
+                         json_pack("{s:s}", "error", reload.message));
+        }
+    }
+    for (int i = 0; i < w->n_ran; i++)
+        finish(w, &w->ran[i], rc ? &err : NULL);
+    w->n_ran = 0;
 }
 
 /* keel_blocking's hooks: a turn waiting on a model or a provider lets
@@ -226,6 +289,7 @@ static void on_blocking(void *arg)
 {
     struct worker *w = arg;
 
+    batch_end(w);   /* the turns before this one are answered, not kept waiting */
     w->yielded = store_yield(w->srv->worker_store);
 }
 
@@ -277,14 +341,25 @@ static void *worker_main(void *arg)
     for (;;) {
         /* Not while a turn back from the network waits for the store: the
          * kick that told the holder may have gone to another worker, which
-         * let go; this one would then wait for a job with the store held. */
-        job = atomic_load(&srv->resuming) ? NULL : queue_take(srv->queue, 1);
+         * let go; this one would then wait for a job with the store held.
+         * Nor wait for one while turns that ran wait for their commit. */
+        job = atomic_load(&srv->resuming) ? NULL : queue_take(srv->queue, w->n_ran == 0);
         if (job) {
-            run_job(w, job);
-            queue_done(srv->queue, job);
-            job_free(job);
+            struct ran ran;
+            if (!w->n_ran) {
+                w->batching = store_batch_begin(srv->worker_store);
+                w->batch_began = now_ns();
+            }
+            run_job(w, job, &ran);
+            w->ran[w->n_ran++] = ran;
+            if (!w->batching || w->n_ran == SERVER_BATCH_TURNS ||
+                now_ns() - w->batch_began > SERVER_BATCH_NS || atomic_load(&srv->resuming))
+                batch_end(w);
             if (!atomic_load(&srv->resuming))
                 continue;
+        } else if (w->n_ran) {
+            batch_end(w);   /* no turn is ready: commit and answer */
+            continue;
         } else if (queue_drained(srv->queue)) {
             break;
         }
@@ -292,6 +367,7 @@ static void *worker_main(void *arg)
         store_leave(srv->worker_store, KEEL_OK);
         store_enter(srv->worker_store);
     }
+    batch_end(w);
     store_leave(srv->worker_store, KEEL_OK);
     keel_blocking_hooks(NULL, NULL, NULL);
     return NULL;

@@ -192,6 +192,30 @@ int store_load_conversation(struct store *store, const char *id, struct store_co
 
 static int check_memory_change(const struct store_memory_change *c, struct keel_error *err);
 
+int store_batch_begin(struct store *store)
+{
+    if (!store->ops->batch_begin)
+        return 0;
+    store_enter(store);
+    return store_leave(store, store->ops->batch_begin(store));
+}
+
+int store_batch_flush(struct store *store, struct keel_error *err)
+{
+    if (!store->ops->batch_flush)
+        return KEEL_OK;
+    store_enter(store);
+    return store_leave(store, store->ops->batch_flush(store, err));
+}
+
+int store_batch_end(struct store *store, struct keel_error *err)
+{
+    if (!store->ops->batch_end)
+        return KEEL_OK;
+    store_enter(store);
+    return store_leave(store, store->ops->batch_end(store, err));
+}
+
 int store_save_turn(struct store *store, const struct store_turn_record *rec,
                     struct keel_error *err)
 {

@@ -298,8 +298,13 @@ static int snapshot_to_write(struct sqlite_store *st)
  * write that begins after it starts the WAL over. */
 int sqlite_tx_begin(struct sqlite_store *st, const char *op, struct keel_error *err)
 {
+    struct keel_error batch_err;
     int rc;
 
+    /* A write other than a turn's ends a batch's transaction first (its
+     * failure is the batch's to report: store_batch_end). */
+    if (st->batch_turns)
+        (void)sqlite_batch_flush(&st->base, &batch_err);
     if (sqlite_in_snapshot(st) && st->read_backfills == sqlite_wal_backfill_count() &&
         sqlite_write_trylock(st) && snapshot_to_write(st))
         return KEEL_OK;
@@ -505,6 +510,7 @@ int sqlite_connection_ready(struct sqlite_store *st, struct keel_error *err)
 
     if (st->db && !st->reset)
         return KEEL_OK;
+    sqlite_batch_lose(st, "the connection failed before the turns were committed");
     connection_close(st);
     if ((rc = connection_open(st, err)))
         return rc;
@@ -514,6 +520,10 @@ int sqlite_connection_ready(struct sqlite_store *st, struct keel_error *err)
 
 int sqlite_write_ready(struct sqlite_store *st, struct keel_error *err)
 {
+    struct keel_error batch_err;
+
+    if (st->batch_turns)   /* as in sqlite_tx_begin */
+        (void)sqlite_batch_flush(&st->base, &batch_err);
     sqlite_read_end(&st->base);
     return sqlite_connection_ready(st, err);
 }
@@ -1166,6 +1176,9 @@ static const struct store_ops sqlite_ops = {
     .scenario_set = sqlite_scenario_set,
     .read_begin = sqlite_read_begin,
     .read_end = sqlite_read_end,
+    .batch_begin = sqlite_batch_begin,
+    .batch_flush = sqlite_batch_flush,
+    .batch_end = sqlite_batch_end,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

@@ -169,22 +169,133 @@ static int write_metrics(struct sqlite_store *st, const struct store_turn_record
     return KEEL_OK;
 }
 
+/* The turn's rows, in the open transaction. */
+static int write_all(struct sqlite_store *st, const struct store_turn_record *rec,
+                     struct keel_error *err)
+{
+    int rc;
+
+    if ((rc = write_conversation(st, rec, err)) || (rc = write_turn(st, rec, err)) ||
+        (rc = write_metrics(st, rec, err)) || (rc = sqlite_scenario_turn_write(st, rec, err)) ||
+        (rec->memory && (rc = sqlite_memory_write(st, rec->memory, err))) ||
+        (rec->personal && (rc = sqlite_personal_write(st, rec->personal, err))))
+        return rc;
+    return rec->artifact ? sqlite_artifact_write(st, rec, err) : KEEL_OK;
+}
+
+/* The batch's error, for a save it refuses. */
+static int batch_failure(struct sqlite_store *st, struct keel_error *err)
+{
+    if (err)
+        *err = st->batch_err;
+    return st->batch_err.code;
+}
+
+void sqlite_batch_lose(struct sqlite_store *st, const char *why)
+{
+    if (!st->batch_turns)
+        return;
+    st->batch_turns = 0;
+    sqlite_tx_rollback(st);
+    keel_error_set(&st->batch_err, KEEL_EIO, "store", "%s: %s", st->path, why);
+}
+
+int sqlite_batch_flush(struct store *store, struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    int rc;
+
+    if (st->batch_err.code)
+        return batch_failure(st, err);
+    if (!st->batch_turns)
+        return KEEL_OK;
+    /* SQLite rolled it back, or a statement failed since (the connection
+     * is to be replaced: sqlite_fail) */
+    if (!st->db || st->reset || sqlite3_get_autocommit(st->db)) {
+        sqlite_batch_lose(st, "the turns' transaction was lost before its commit");
+        return batch_failure(st, err);
+    }
+    st->batch_turns = 0;
+    if ((rc = sqlite_tx_commit(st, "committing turns", &st->batch_err)))
+        return batch_failure(st, err);
+    return KEEL_OK;
+}
+
+/* One turn of a batch: under a savepoint in the batch's transaction (the
+ * first turn begins it), so a turn that fails is undone alone and the
+ * turns before it stay. */
+static int save_batched(struct sqlite_store *st, const struct store_turn_record *rec,
+                        struct keel_error *err)
+{
+    int joined = st->batch_turns > 0, rc;
+
+    if (st->batch_err.code)
+        return batch_failure(st, err);
+    if (joined && (!st->db || st->reset || sqlite3_get_autocommit(st->db))) {
+        sqlite_batch_lose(st, "the turns' transaction was lost before its commit");
+        return batch_failure(st, err);
+    }
+    if (!joined && ((rc = sqlite_connection_ready(st, err)) ||
+                    (rc = sqlite_tx_begin(st, "saving a turn", err))))
+        return rc;
+    if ((rc = sqlite_stmt_exec(st, ST_SAVEPOINT, "saving a turn", err)) ||
+        (rc = write_all(st, rec, err)) ||
+        (rc = sqlite_stmt_exec(st, ST_RELEASE, "saving a turn", err))) {
+        if (st->db && !sqlite3_get_autocommit(st->db) &&
+            sqlite3_step(st->stmt[ST_ROLLBACK_TO]) == SQLITE_DONE) {
+            sqlite3_reset(st->stmt[ST_ROLLBACK_TO]);
+            sqlite3_step(st->stmt[ST_RELEASE]);
+            sqlite3_reset(st->stmt[ST_RELEASE]);
+            if (!joined)
+                sqlite_tx_rollback(st);   /* nothing else in it */
+        } else if (st->db) {
+            sqlite3_reset(st->stmt[ST_ROLLBACK_TO]);
+            if (joined)   /* the earlier turns went with it */
+                sqlite_batch_lose(st, "the turns' transaction was rolled back before its commit");
+            else
+                sqlite_tx_rollback(st);
+        }
+        return rc;
+    }
+    st->batch_turns++;
+    return KEEL_OK;
+}
+
 int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
                      struct keel_error *err)
 {
     struct sqlite_store *st = (struct sqlite_store *)store;
     int rc;
 
+    if (st->batch)
+        return save_batched(st, rec, err);
     if ((rc = sqlite_connection_ready(st, err)) ||
         (rc = sqlite_tx_begin(st, "saving a turn", err)))
         return rc;
-    if ((rc = write_conversation(st, rec, err)) || (rc = write_turn(st, rec, err)) ||
-        (rc = write_metrics(st, rec, err)) || (rc = sqlite_scenario_turn_write(st, rec, err)) ||
-        (rec->memory && (rc = sqlite_memory_write(st, rec->memory, err))) ||
-        (rec->personal && (rc = sqlite_personal_write(st, rec->personal, err))) ||
-        (rec->artifact && (rc = sqlite_artifact_write(st, rec, err))) ||
-        (rc = sqlite_tx_commit(st, "saving a turn", err)))
+    if ((rc = write_all(st, rec, err)) || (rc = sqlite_tx_commit(st, "saving a turn", err)))
         sqlite_tx_rollback(st);
+    return rc;
+}
+
+int sqlite_batch_begin(struct store *store)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+
+    if (st->batch)
+        return 0;
+    st->batch = 1;
+    st->batch_turns = 0;
+    keel_error_clear(&st->batch_err);
+    return 1;
+}
+
+int sqlite_batch_end(struct store *store, struct keel_error *err)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+    int rc = sqlite_batch_flush(store, err);
+
+    st->batch = 0;
+    keel_error_clear(&st->batch_err);
     return rc;
 }
 

@@ -365,14 +365,18 @@ static int search_begin(struct sqlite_store *st, int papers, int *ready, struct 
     /* In a read snapshot (store_read_begin) the generation and the rows
      * are read in one transaction already, unless an error (out of
      * memory in a step) rolled it back. Inside a write transaction,
-     * whose rows may not be committed, leave it to FTS5. */
-    if (!sqlite_in_snapshot(st)) {
+     * whose rows may not be committed, leave it to FTS5 — but for a
+     * batch's (below). */
+    if (!sqlite_in_snapshot(st) && !st->batch_turns) {
         if (!sqlite3_get_autocommit(st->db))
             return KEEL_OK;
         if ((rc = stmt_run(st, ix->stmt[IX_BEGIN], "search", err)))
             return rc;
         ix->began = 1;
     }
+    /* A batch's transaction (store_batch_begin) holds only turns: a write
+     * of rows ends it first (sqlite_tx_begin), so its generation and
+     * rows are committed ones, as in a snapshot. */
     sqlite3_bind_text(gen, 1, papers ? "papers" : "chunks", -1, SQLITE_STATIC);
     step = sqlite3_step(gen);
     generation = sqlite3_column_int64(gen, 0);

@@ -27,6 +27,9 @@ enum stmt_id {
     ST_TAKE_WRITE,
     ST_COMMIT,
     ST_ROLLBACK,
+    ST_SAVEPOINT,
+    ST_RELEASE,
+    ST_ROLLBACK_TO,
     ST_PAPER_HASH,
     ST_PAPER_INSERT,
     ST_PAPER_UPDATE,
@@ -101,7 +104,21 @@ struct sqlite_store {
     int write_stripe;                           /* store_sqlite_writelock.c; -1: not yet known */
     int write_locked;                           /* this store holds it */
     struct sqlite_run_cache *run_cache;         /* store_sqlite_memory.c; NULL: none yet */
+    /* store_batch_begin … end (store_sqlite_conv.c): turns saved in one
+     * transaction, each under its own savepoint. */
+    int batch;                                  /* a batch is on */
+    int batch_turns;                            /* turns saved in its open transaction */
+    struct keel_error batch_err;                /* .code: a commit of the batch failed */
 };
+
+/* Commits the turns of the open batch (store_batch_flush); a failure
+ * sticks to the batch until its end. KEEL_OK when none is open. */
+int sqlite_batch_flush(struct store *store, struct keel_error *err);
+
+/* The open batch's transaction is lost (the connection failed, or SQLite
+ * rolled it back): rolls back what is left, gives back the write mutex,
+ * and fails the batch with `why`. No-op without saved turns. */
+void sqlite_batch_lose(struct sqlite_store *st, const char *why);
 
 /* The process's writers of one file take turns on a mutex around their
  * transactions (store_sqlite_writelock.c): sqlite_tx_begin locks, commit
@@ -179,8 +196,9 @@ int sqlite_column_dup(sqlite3_stmt *stmt, int col, char **out);
 int sqlite_connection_ready(struct sqlite_store *st, struct keel_error *err);
 
 /* sqlite_connection_ready() for an operation that writes one statement
- * outside sqlite_tx_begin: it also ends a read snapshot, so the write
- * commits on its own and is not held in the snapshot's transaction. */
+ * outside sqlite_tx_begin: it also ends a read snapshot and commits an
+ * open batch, so the write commits on its own and is not held in the
+ * snapshot's or the batch's transaction. */
 int sqlite_write_ready(struct sqlite_store *st, struct keel_error *err);
 
 /* Nonzero while a read snapshot (store_read_begin) still holds its
@@ -239,6 +257,8 @@ int sqlite_load_conversation(struct store *store, const char *id, struct store_c
                              struct keel_error *err);
 int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
                      struct keel_error *err);
+int sqlite_batch_begin(struct store *store);
+int sqlite_batch_end(struct store *store, struct keel_error *err);
 int sqlite_metrics(struct store *store, json_t **out, struct keel_error *err);
 int sqlite_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err);
 int sqlite_get_turn(struct store *store, const char *correlation_id, json_t **out,

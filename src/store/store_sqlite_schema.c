@@ -364,6 +364,10 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
     [ST_TAKE_WRITE] = "UPDATE schema_migrations SET version = version WHERE 0",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
+    /* one turn of a batch (store_sqlite_conv.c) */
+    [ST_SAVEPOINT] = "SAVEPOINT turn",
+    [ST_RELEASE] = "RELEASE turn",
+    [ST_ROLLBACK_TO] = "ROLLBACK TO turn",
     [ST_PAPER_HASH] = "SELECT content_hash FROM papers WHERE id = ?1",
     [ST_PAPER_INSERT] = "INSERT INTO papers (" PAPER_COLUMNS ", content_hash)"
                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",

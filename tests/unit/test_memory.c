@@ -39,6 +39,7 @@
 #include "core/id.h"
 #include "memory/memory.h"
 #include "store/store.h"
+#include "store/store_sqlite_int.h"
 #include "unit.h"
 
 #define T0 INT64_C(1770465600000)   /* 2026-02-07T12:00:00Z */
@@ -3130,6 +3131,38 @@ static void decisions_as(struct store *store, const char *owner, char *out, size
     json_decref(list);
 }
 
+/* After a batch of turns failed to commit, memory_reload drops the runs
+ * those turns put in the index and keeps the stored ones. */
+START_TEST(test_memory_reload_forgets_unstored_runs)
+{
+    struct store *store = unit_store_fresh();
+    struct memory *m;
+    struct keel_error err;
+    char got[1024];
+
+    memory_store_of_test = store;
+    m = memory_new(store);
+    ck_assert_uint_eq(admit_as(m, "alice", "conv_a", 1, "run_a1", SECRET_TASK, "success", "ADD",
+                               NULL), 0);
+    ck_assert_int_eq(store_batch_begin(store), 1);
+    ck_assert_uint_eq(admit_as(m, "bob", "conv_b", 1, "run_b1", SECRET_TASK, "success", "ADD",
+                               NULL), 0);
+    search_as(m, "bob", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_b1,");   /* in the index before the commit */
+    ((struct sqlite_store *)store)->reset = 1;   /* as a failed statement leaves it */
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_batch_end(store, &err), KEEL_EIO);
+    keel_error_clear(&err);
+    ck_assert_int_eq(memory_reload(m, &err), KEEL_OK);
+    search_as(m, "bob", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "");
+    search_as(m, "alice", "alice secret", got, sizeof(got));
+    ck_assert_str_eq(got, "run_a1,");
+    memory_free(m);
+    store_close(store);
+}
+END_TEST
+
 START_TEST(test_owner_isolation)
 {
     struct store *store = unit_store_fresh(), *again;
@@ -3335,6 +3368,7 @@ Suite *suite_memory(void)
     suite_add_tcase(s, admit_mem);
     tcase_add_unchecked_fixture(admit_sqlite, backend_sqlite, unit_backend_sqlite_remove);
     add_admit_tests(admit_sqlite);
+    tcase_add_test(admit_sqlite, test_memory_reload_forgets_unstored_runs);   /* batches: SQLite's */
     suite_add_tcase(s, admit_sqlite);
     return s;
 }

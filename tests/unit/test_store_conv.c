@@ -1072,6 +1072,97 @@ START_TEST(test_conv_sqlite_shared_snapshot_when_held)
 }
 END_TEST
 
+/* No conversation `id` in `store` (another connection's view). */
+static void assert_absent(struct store *store, const char *id)
+{
+    struct store_conversation conv;
+    struct keel_error err;
+
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_load_conversation(store, id, &conv, &err), KEEL_ENOTFOUND);
+}
+
+/* A batch's turns are committed together at its end: until then only
+ * the batching connection sees them; a turn that fails is undone alone
+ * and the turns before it stay. */
+START_TEST(test_conv_sqlite_batch_commits_together)
+{
+    struct store *a = unit_store_fresh();
+    struct store *b = open_location(unit_store_path());
+    struct keel_error err;
+
+    ck_assert_int_eq(store_batch_begin(a), 1);
+    ck_assert_int_eq(store_batch_begin(a), 0);   /* one at a time */
+    save_ok(a, "conv_a", 1);
+    save_ok(a, "conv_b", 1);
+    save_conflict(a, "conv_a", 1, NULL);   /* undone alone */
+    save_ok(a, "conv_a", 2);
+    assert_conversation(a, "conv_a", 2);   /* the batch's own reads see its turns */
+    assert_absent(b, "conv_a");
+    assert_absent(b, "conv_b");
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_batch_end(a, &err), KEEL_OK);
+    assert_conversation(b, "conv_a", 2);
+    assert_conversation(b, "conv_b", 1);
+    save_ok(a, "conv_b", 2);   /* after the batch: each turn commits itself */
+    assert_conversation(b, "conv_b", 2);
+    store_close(b);
+    store_close(a);
+}
+END_TEST
+
+/* A write other than a turn commits the batch's turns first (the write
+ * is not held in the batch's transaction), and the batch goes on. */
+START_TEST(test_conv_sqlite_batch_flushed_by_other_write)
+{
+    struct store *a = unit_store_fresh();
+    struct store *b = open_location(unit_store_path());
+    struct keel_error err;
+
+    ck_assert_int_eq(store_batch_begin(a), 1);
+    save_ok(a, "conv_a", 1);
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_metrics_reset(a, &err), KEEL_OK);
+    assert_conversation(b, "conv_a", 1);
+    save_ok(a, "conv_b", 1);
+    assert_absent(b, "conv_b");
+    ck_assert_int_eq(store_batch_flush(a, &err), KEEL_OK);
+    assert_conversation(b, "conv_b", 1);
+    ck_assert_int_eq(store_batch_end(a, &err), KEEL_OK);
+    store_close(b);
+    store_close(a);
+}
+END_TEST
+
+/* When the batch's transaction is lost (here its connection failed), none
+ * of its turns is stored: the next save and the end report it, and the
+ * store works again after the batch. */
+START_TEST(test_conv_sqlite_batch_lost_stores_none)
+{
+    struct store *a = unit_store_fresh();
+    struct store *b = open_location(unit_store_path());
+    struct record_texts buf;
+    struct store_turn_record rec = record_make("conv_b", 1, &buf);
+    struct keel_error err;
+
+    ck_assert_int_eq(store_batch_begin(a), 1);
+    save_ok(a, "conv_a", 1);
+    ((struct sqlite_store *)a)->reset = 1;   /* as a failed statement leaves it */
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_save_turn(a, &rec, &err), KEEL_EIO);
+    ck_assert_str_eq(err.field, "store");
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_batch_end(a, &err), KEEL_EIO);
+    ck_assert_msg(strstr(err.message, "commit") != NULL, "%s", err.message);
+    assert_absent(b, "conv_a");
+    assert_absent(b, "conv_b");
+    save_ok(a, "conv_a", 1);
+    assert_conversation(b, "conv_a", 1);
+    store_close(b);
+    store_close(a);
+}
+END_TEST
+
 START_TEST(test_conv_sqlite_snapshot_yields_to_checkpoint)
 {
     struct store *a = unit_store_fresh();
@@ -1186,6 +1277,9 @@ Suite *suite_store_conv(void)
     tcase_add_test(file, test_conv_sqlite_shared_has_no_snapshot);
     tcase_add_test(file, test_conv_sqlite_snapshot_yields_to_checkpoint);
     tcase_add_test(file, test_conv_sqlite_shared_snapshot_when_held);
+    tcase_add_test(file, test_conv_sqlite_batch_commits_together);
+    tcase_add_test(file, test_conv_sqlite_batch_flushed_by_other_write);
+    tcase_add_test(file, test_conv_sqlite_batch_lost_stores_none);
     tcase_add_test(file, test_conv_sqlite_write_after_checkpoint_restarts_wal);
     suite_add_tcase(s, file);
     return s;
