@@ -459,11 +459,17 @@ static int connect(struct sqlite_store *st, struct keel_error *err)
      * faster (3,101 against 3,105 turns/s in the pipeline bench) and cost
      * 4 MB per connection; and a connection's cache is dropped whenever
      * another connection of the file commits (WAL), as the server's
-     * workers do all the time. */
+     * workers do all the time.
+     * Temporary files in memory: above all the statement journal of a
+     * batch's savepoints (store_batch_begin), which keeps the pages a
+     * turn changes as they were before it (~60 KB a turn) and was
+     * written to a temporary file once past 64 KiB, a pwrite per page. */
     return exec_static(st,
                        sqlite_sync_full()
                            ? "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;"
-                           : "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+                             " PRAGMA temp_store = MEMORY;"
+                           : "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
+                             " PRAGMA temp_store = MEMORY;",
                        "opening the store", err);
 }
 
