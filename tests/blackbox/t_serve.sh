@@ -583,6 +583,34 @@ test_serve_a_turn_waiting_on_the_network_holds_up_no_other() {
     wait "$slow" 2>/dev/null || true
 }
 
+# A worker commits the turns it runs back to back together; a turn is
+# answered only once it is stored: each conversation, read from the loop
+# thread's own connection right after its answer, holds its turn.
+test_serve_answered_turns_are_stored() {
+    RC=0 ERR= OUT=
+    serve_start "$TMP/serve_batch.db"
+    pids=""
+    for n in $(seq 24); do
+        (
+            curl -s -H "$J" -d '{"message": "find recent papers on sleep and memory"}' \
+                "$URL/v1/chat?wait=1" > "$TMP/batch$n.json" &&
+                conv=$(jq -r .conversation_id "$TMP/batch$n.json") &&
+                curl -s "$URL/v1/conversations/$conv" > "$TMP/batchc$n.json"
+        ) &
+        pids="$pids $!"
+    done
+    for p in $pids; do
+        wait "$p" || fail "request $p failed"
+    done
+    for n in $(seq 24); do
+        [ "$(jq -r .turn "$TMP/batch$n.json")" = 1 ] ||
+            fail "answer $n: $(head -c 300 "$TMP/batch$n.json")"
+        [ "$(jq -c '[.turns, (.messages | length)]' "$TMP/batchc$n.json")" = "[1,1]" ] ||
+            fail "conversation $n read after its answer: $(head -c 300 "$TMP/batchc$n.json")"
+    done
+    serve_stop
+}
+
 test_serve_open_streams_per_key() {
     RC=0 ERR=
     # A paper provider that answers after 4 s keeps the turn, and so its
