@@ -169,18 +169,82 @@ static int write_metrics(struct sqlite_store *st, const struct store_turn_record
     return KEEL_OK;
 }
 
-/* The turn's rows, in the open transaction. */
+/* The turn's rows, in the open transaction; its counters too unless
+ * `metrics_later` (a batch adds them up: batch_add_metrics). */
 static int write_all(struct sqlite_store *st, const struct store_turn_record *rec,
-                     struct keel_error *err)
+                     int metrics_later, struct keel_error *err)
 {
     int rc;
 
     if ((rc = write_conversation(st, rec, err)) || (rc = write_turn(st, rec, err)) ||
-        (rc = write_metrics(st, rec, err)) || (rc = sqlite_scenario_turn_write(st, rec, err)) ||
+        (!metrics_later && (rc = write_metrics(st, rec, err))) ||
+        (rc = sqlite_scenario_turn_write(st, rec, err)) ||
         (rec->memory && (rc = sqlite_memory_write(st, rec->memory, err))) ||
         (rec->personal && (rc = sqlite_personal_write(st, rec->personal, err))))
         return rc;
     return rec->artifact ? sqlite_artifact_write(st, rec, err) : KEEL_OK;
+}
+
+/* The batch's counter for `name` in `minute`: found, or a new one (NULL
+ * when there is no room, or the name is too long to keep). */
+static struct batch_metric *batch_metric_of(struct sqlite_store *st, const char *name,
+                                            int64_t minute, int add)
+{
+    for (int i = 0; i < st->n_batch_metrics; i++)
+        if (st->batch_metrics[i].minute == minute && !strcmp(st->batch_metrics[i].name, name))
+            return &st->batch_metrics[i];
+    if (!add || st->n_batch_metrics == BATCH_METRICS_MAX || strlen(name) >= BATCH_METRIC_NAME)
+        return NULL;
+    struct batch_metric *m = &st->batch_metrics[st->n_batch_metrics++];
+    snprintf(m->name, sizeof(m->name), "%s", name);
+    m->minute = minute;
+    m->delta = 0;
+    return m;
+}
+
+/* 1 when the turn's counters fit among the batch's (each name and minute
+ * found, or room for it), so they can be added after its writes. */
+static int batch_metrics_fit(struct sqlite_store *st, const struct store_turn_record *rec)
+{
+    int room = BATCH_METRICS_MAX - st->n_batch_metrics;
+
+    for (size_t i = 0; i < rec->n_metrics; i++)
+        if (strlen(rec->metrics[i].name) >= BATCH_METRIC_NAME ||
+            (!batch_metric_of(st, rec->metrics[i].name, rec->ts_ms / 60000, 0) && --room < 0))
+            return 0;
+    return 1;
+}
+
+static void batch_add_metrics(struct sqlite_store *st, const struct store_turn_record *rec)
+{
+    for (size_t i = 0; i < rec->n_metrics; i++)
+        batch_metric_of(st, rec->metrics[i].name, rec->ts_ms / 60000, 1)->delta +=
+            rec->metrics[i].delta;
+}
+
+/* Writes the batch's counters, one minute at a time (each minute's sums
+ * go to the totals too). */
+static int batch_write_metrics(struct sqlite_store *st, struct keel_error *err)
+{
+    struct store_metric m[BATCH_METRICS_MAX];
+    int done[BATCH_METRICS_MAX] = {0};
+    int rc = KEEL_OK;
+
+    for (int i = 0; i < st->n_batch_metrics && !rc; i++) {
+        struct store_turn_record rec = {.metrics = m, .n_metrics = 0};
+        if (done[i])
+            continue;
+        rec.ts_ms = st->batch_metrics[i].minute * 60000;
+        for (int j = i; j < st->n_batch_metrics; j++)
+            if (!done[j] && st->batch_metrics[j].minute == st->batch_metrics[i].minute) {
+                done[j] = 1;
+                m[rec.n_metrics++] =
+                    (struct store_metric){st->batch_metrics[j].name, st->batch_metrics[j].delta};
+            }
+        rc = write_metrics(st, &rec, err);
+    }
+    st->n_batch_metrics = 0;
+    return rc;
 }
 
 /* The batch's error, for a save it refuses. */
@@ -196,6 +260,7 @@ void sqlite_batch_lose(struct sqlite_store *st, const char *why)
     if (!st->batch_turns)
         return;
     st->batch_turns = 0;
+    st->n_batch_metrics = 0;
     sqlite_tx_rollback(st);
     keel_error_set(&st->batch_err, KEEL_EIO, "store", "%s: %s", st->path, why);
 }
@@ -215,6 +280,10 @@ int sqlite_batch_flush(struct store *store, struct keel_error *err)
         sqlite_batch_lose(st, "the turns' transaction was lost before its commit");
         return batch_failure(st, err);
     }
+    if ((rc = batch_write_metrics(st, &st->batch_err))) {
+        sqlite_batch_lose(st, "the turns' counters could not be written");
+        return batch_failure(st, err);
+    }
     st->batch_turns = 0;
     if ((rc = sqlite_tx_commit(st, "committing turns", &st->batch_err)))
         return batch_failure(st, err);
@@ -227,7 +296,7 @@ int sqlite_batch_flush(struct store *store, struct keel_error *err)
 static int save_batched(struct sqlite_store *st, const struct store_turn_record *rec,
                         struct keel_error *err)
 {
-    int joined = st->batch_turns > 0, rc;
+    int joined = st->batch_turns > 0, later, rc;
 
     if (st->batch_err.code)
         return batch_failure(st, err);
@@ -238,8 +307,9 @@ static int save_batched(struct sqlite_store *st, const struct store_turn_record 
     if (!joined && ((rc = sqlite_connection_ready(st, err)) ||
                     (rc = sqlite_tx_begin(st, "saving a turn", err))))
         return rc;
+    later = batch_metrics_fit(st, rec);
     if ((rc = sqlite_stmt_exec(st, ST_SAVEPOINT, "saving a turn", err)) ||
-        (rc = write_all(st, rec, err)) ||
+        (rc = write_all(st, rec, later, err)) ||
         (rc = sqlite_stmt_exec(st, ST_RELEASE, "saving a turn", err))) {
         if (st->db && !sqlite3_get_autocommit(st->db) &&
             sqlite3_step(st->stmt[ST_ROLLBACK_TO]) == SQLITE_DONE) {
@@ -257,6 +327,8 @@ static int save_batched(struct sqlite_store *st, const struct store_turn_record 
         }
         return rc;
     }
+    if (later)
+        batch_add_metrics(st, rec);
     st->batch_turns++;
     return KEEL_OK;
 }
@@ -272,7 +344,7 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
     if ((rc = sqlite_connection_ready(st, err)) ||
         (rc = sqlite_tx_begin(st, "saving a turn", err)))
         return rc;
-    if ((rc = write_all(st, rec, err)) || (rc = sqlite_tx_commit(st, "saving a turn", err)))
+    if ((rc = write_all(st, rec, 0, err)) || (rc = sqlite_tx_commit(st, "saving a turn", err)))
         sqlite_tx_rollback(st);
     return rc;
 }
@@ -285,6 +357,7 @@ int sqlite_batch_begin(struct store *store)
         return 0;
     st->batch = 1;
     st->batch_turns = 0;
+    st->n_batch_metrics = 0;
     keel_error_clear(&st->batch_err);
     return 1;
 }

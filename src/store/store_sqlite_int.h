@@ -88,6 +88,17 @@ enum stmt_id {
  * more counters runs them again for the rest. */
 #define METRIC_SLOTS 10
 
+/* A batch's counters (store_sqlite_conv.c): the sums of its turns', per
+ * name and minute, written once before its commit. */
+#define BATCH_METRICS_MAX 64
+#define BATCH_METRIC_NAME 48
+
+struct batch_metric {
+    char name[BATCH_METRIC_NAME];
+    int64_t minute;
+    long delta;
+};
+
 /* The SQL of each statement, prepared once per connection. */
 extern const char *const sqlite_stmt_sql[ST_COUNT];
 
@@ -109,6 +120,8 @@ struct sqlite_store {
     int batch;                                  /* a batch is on */
     int batch_turns;                            /* turns saved in its open transaction */
     struct keel_error batch_err;                /* .code: a commit of the batch failed */
+    struct batch_metric batch_metrics[BATCH_METRICS_MAX];   /* not yet written */
+    int n_batch_metrics;
 };
 
 /* Commits the turns of the open batch (store_batch_flush); a failure

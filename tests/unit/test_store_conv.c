@@ -1104,9 +1104,49 @@ START_TEST(test_conv_sqlite_batch_commits_together)
     ck_assert_int_eq(store_batch_end(a, &err), KEEL_OK);
     assert_conversation(b, "conv_a", 2);
     assert_conversation(b, "conv_b", 1);
+    /* the batch's counters, added up and written at its commit: the
+     * turns of three saves, none of the conflict's */
+    ck_assert_int_eq(metric(b, "turns"), 3);
+    ck_assert_int_eq(metric(b, "clarifications"), 2);
+    ck_assert_int_eq(metric(b, "tool_calls"), 2);
     save_ok(a, "conv_b", 2);   /* after the batch: each turn commits itself */
     assert_conversation(b, "conv_b", 2);
+    ck_assert_int_eq(metric(b, "turns"), 4);
+    ck_assert_int_eq(metric(b, "tool_calls"), 4);
     store_close(b);
+    store_close(a);
+}
+END_TEST
+
+/* A batch's counters land in the minute of each turn and in the totals,
+ * also when its turns span minutes. */
+START_TEST(test_conv_sqlite_batch_counts_per_minute)
+{
+    struct store *a = unit_store_fresh();
+    struct record_texts buf;
+    struct store_turn_record rec;
+    struct keel_error err;
+    json_t *history = NULL;
+
+    ck_assert_int_eq(store_batch_begin(a), 1);
+    save_ok(a, "conv_a", 1);                           /* minute of T0 + 1 s */
+    rec = record_make("conv_b", 1, &buf);
+    rec.ts_ms = T0 + 120000;                           /* two minutes later */
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_save_turn(a, &rec, &err), KEEL_OK);
+    save_ok(a, "conv_a", 2);                           /* minute of T0 + 2 s */
+    ck_assert_int_eq(store_batch_end(a, &err), KEEL_OK);
+    ck_assert_int_eq(metric(a, "turns"), 3);
+    ck_assert_int_eq(metric(a, "clarifications"), 2);
+    ck_assert_int_eq(store_metrics_history(a, 1, 10, &history, &err), KEEL_OK);
+    ck_assert_uint_eq(json_array_size(history), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_array_get(history, 0), "counters"), "turns")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_array_get(history, 0), "counters"), "tool_calls")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_array_get(history, 1), "counters"), "turns")), 1);
+    json_decref(history);
     store_close(a);
 }
 END_TEST
@@ -1278,6 +1318,7 @@ Suite *suite_store_conv(void)
     tcase_add_test(file, test_conv_sqlite_snapshot_yields_to_checkpoint);
     tcase_add_test(file, test_conv_sqlite_shared_snapshot_when_held);
     tcase_add_test(file, test_conv_sqlite_batch_commits_together);
+    tcase_add_test(file, test_conv_sqlite_batch_counts_per_minute);
     tcase_add_test(file, test_conv_sqlite_batch_flushed_by_other_write);
     tcase_add_test(file, test_conv_sqlite_batch_lost_stores_none);
     tcase_add_test(file, test_conv_sqlite_write_after_checkpoint_restarts_wal);
