@@ -459,14 +459,8 @@ int compose_providers_note(struct turn *t, struct keel_buf *out)
 int stage_compose(struct turn *t, struct keel_error *err)
 {
     const struct blueprint *bp = &t->state.blueprint;
-    int rc;
-
-    /* room for a typical answer at once, rather than growing it from 64
-     * bytes one doubling (and copy) at a time; only a hint, so a failure
-     * here is left to the writes below */
-    (void)keel_buf_grow(&t->answer, 1024);
-    rc = t->routed ? route_compose(t, &t->answer)
-         : t->no_tools ? compose_no_tools(t, &t->answer) : KEEL_OK;
+    int rc = t->routed ? route_compose(t, &t->answer)
+             : t->no_tools ? compose_no_tools(t, &t->answer) : KEEL_OK;
 
     for (int i = 0; i < bp->n_subs && !rc && !t->no_tools; i++) {
         if (bp->n_subs > 1)

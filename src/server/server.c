@@ -101,10 +101,14 @@ static void on_drain(evutil_socket_t fd, short what, void *arg)
 {
     struct server *srv = arg;
 
+    /* Every turn ended before the pump, so the pump answers each waiter: a
+     * turn that ends after a pump may wake no one (loop_asleep). */
+    int ended = !queue_depth(srv->queue) && !bus_open_turns(srv->bus);
+
     (void)fd;
     (void)what;
     streams_pump(srv);
-    if (!queue_depth(srv->queue) && !bus_open_turns(srv->bus) && !streams_pending(srv))
+    if (ended && !streams_pending(srv))
         event_base_loopexit(srv->base, NULL);
 }
 

@@ -29,6 +29,7 @@ struct ran {
     json_t *summary;   /* the result's summary (server_result_summary), or NULL … */
     json_t *error;     /* … and why the turn failed */
     int streamed;      /* answer pieces went out on the bus */
+    long saved_from, saved_to;   /* store_batch_counts' saved, before and after it ran */
 };
 
 struct worker {
@@ -188,7 +189,9 @@ static void run_job(struct worker *w, struct job *job, struct ran *out)
     struct keel_error err;
     json_t *result = NULL, *scenario = NULL;
 
-    *out = (struct ran){job, NULL, NULL, 0};
+    out->job = job;   /* its saved_from is the caller's */
+    out->summary = out->error = NULL;
+    out->streamed = 0;
     keel_error_clear(&err);
     if (job->scenario_json &&
         keel_json_parse(job->scenario_json, strlen(job->scenario_json), SCENARIO_BYTES_LIMIT * 2,
@@ -226,16 +229,17 @@ static void run_job(struct worker *w, struct job *job, struct ran *out)
     json_decref(scenario);
 }
 
-/* Answers a turn on the bus — its summary, or its error (also when its
- * batch's commit failed, `lost`) — and lets its conversation's next turn
- * run. */
+/* Answers a turn on the bus — its summary, or its error, or when what it
+ * saved was never committed (`lost`: its batch's commit failed) the
+ * store's error — and lets its conversation's next turn run. */
 static void finish(struct worker *w, struct ran *r, const struct keel_error *lost)
 {
     struct server *srv = w->srv;
     const char *cid = r->job->correlation_id;
 
-    if (r->summary && lost) {
+    if (lost) {
         json_decref(r->summary);
+        json_decref(r->error);
         r->summary = NULL;
         r->error = json_pack("{s:i, s:s, s:s}", "code", lost->code, "field", lost->field,
                              "message", lost->message);
@@ -253,17 +257,22 @@ static void finish(struct worker *w, struct ran *r, const struct keel_error *los
 }
 
 /* Commits the batch of turns that ran (store_batch_end) and answers
- * them. When the commit fails, none of them is stored: each answers with
- * the store's error, and the pipelines forget what those turns left in
- * memory. Called before the worker lets the store go. */
+ * them. When the commit fails, the turns whose saves it held are not
+ * stored (those an earlier flush of the batch committed are): each
+ * answers with the store's error, and the pipelines forget what the
+ * batch's turns left in memory. Called before the worker lets the store
+ * go. */
 static void batch_end(struct worker *w)
 {
     struct keel_error err, reload;
+    long saved, committed = 0;
     int rc = KEEL_OK;
 
     keel_error_clear(&err);
-    if (w->batching)
+    if (w->batching) {
         rc = store_batch_end(w->srv->worker_store, &err);
+        store_batch_counts(w->srv->worker_store, &saved, &committed);
+    }
     w->batching = 0;
     if (rc) {
         keel_log(KEEL_LOG_ERROR, "turns.commit_failed",
@@ -276,8 +285,10 @@ static void batch_end(struct worker *w)
                          json_pack("{s:s}", "error", reload.message));
         }
     }
-    for (int i = 0; i < w->n_ran; i++)
-        finish(w, &w->ran[i], rc ? &err : NULL);
+    for (int i = 0; i < w->n_ran; i++) {
+        struct ran *r = &w->ran[i];
+        finish(w, r, rc && r->saved_to > r->saved_from && r->saved_to > committed ? &err : NULL);
+    }
     w->n_ran = 0;
 }
 
@@ -346,16 +357,21 @@ static void *worker_main(void *arg)
         job = atomic_load(&srv->resuming) ? NULL : queue_take(srv->queue, w->n_ran == 0);
         if (job) {
             struct ran ran;
+            long committed;
+            int back;
             if (!w->n_ran) {
                 w->batching = store_batch_begin(srv->worker_store);
                 w->batch_began = now_ns();
             }
+            store_batch_counts(srv->worker_store, &ran.saved_from, &committed);
             run_job(w, job, &ran);
+            store_batch_counts(srv->worker_store, &ran.saved_to, &committed);
             w->ran[w->n_ran++] = ran;
-            if (!w->batching || w->n_ran == SERVER_BATCH_TURNS ||
-                now_ns() - w->batch_began > SERVER_BATCH_NS || atomic_load(&srv->resuming))
+            back = atomic_load(&srv->resuming);   /* read once: it decides both below */
+            if (back || !w->batching || w->n_ran == SERVER_BATCH_TURNS ||
+                now_ns() - w->batch_began > SERVER_BATCH_NS)
                 batch_end(w);
-            if (!atomic_load(&srv->resuming))
+            if (!back)
                 continue;
         } else if (w->n_ran) {
             batch_end(w);   /* no turn is ready: commit and answer */
@@ -363,7 +379,9 @@ static void *worker_main(void *arg)
         } else if (queue_drained(srv->queue)) {
             break;
         }
-        /* a turn back from the network waits for the store: its turn */
+        /* a turn back from the network waits for the store: its turn (the
+         * batch, if any, is ended: the store never changes hands in one) */
+        batch_end(w);
         store_leave(srv->worker_store, KEEL_OK);
         store_enter(srv->worker_store);
     }

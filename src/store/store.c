@@ -216,6 +216,16 @@ int store_batch_end(struct store *store, struct keel_error *err)
     return store_leave(store, store->ops->batch_end(store, err));
 }
 
+void store_batch_counts(struct store *store, long *saved, long *committed)
+{
+    *saved = *committed = 0;
+    if (!store->ops->batch_counts)
+        return;
+    store_enter(store);
+    store->ops->batch_counts(store, saved, committed);
+    store_leave(store, KEEL_OK);
+}
+
 int store_save_turn(struct store *store, const struct store_turn_record *rec,
                     struct keel_error *err)
 {

@@ -373,6 +373,7 @@ struct store_ops {
     int (*batch_begin)(struct store *store);
     int (*batch_flush)(struct store *store, struct keel_error *err);
     int (*batch_end)(struct store *store, struct keel_error *err);
+    void (*batch_counts)(struct store *store, long *saved, long *committed);
 };
 
 struct store_lock;
@@ -464,10 +465,12 @@ void store_read_end(struct store *store);
  * Until the commit no other connection sees those turns, and so a
  * caller must not report them saved before store_batch_end (or a flush)
  * returns KEEL_OK. When a commit fails, none of the batch's turns since
- * the last good flush is stored, and every save after it in the batch
- * fails with the same error, so the caller learns it. Reads on this
- * store see the batch's turns. Only the thread holding the store may
- * batch, and it ends the batch before it lets the store go.
+ * the last good commit is stored, and every save after it in the batch
+ * fails with the same error, so the caller learns it; store_batch_counts
+ * tells which turns an earlier commit of the batch (a flush) stored.
+ * Reads on this store see the batch's turns. Only the thread that began
+ * the batch may save in it (another's save is refused, KEEL_EFAIL), and
+ * it ends the batch before it lets the store go.
  *
  * store_batch_begin returns 1 when a batch began, 0 when the backend has
  * none (every turn then commits on its own, and _flush and _end return
@@ -476,6 +479,13 @@ void store_read_end(struct store *store);
 int store_batch_begin(struct store *store);
 int store_batch_flush(struct store *store, struct keel_error *err);
 int store_batch_end(struct store *store, struct keel_error *err);
+
+/* How many turns store_save_turn saved since the batch began (*saved)
+ * and how many of those a commit of the batch stored (*committed): a
+ * turn saved while *saved went from a to b is stored when b <=
+ * *committed. Both stay after store_batch_end, until the next batch;
+ * 0 and 0 for a backend without batches. */
+void store_batch_counts(struct store *store, long *saved, long *committed);
 
 /* Reads conversation `id`: KEEL_ENOTFOUND (field "conversation_id") when
  * there is none. On success the caller releases *out. */

@@ -1185,6 +1185,7 @@ static const struct store_ops sqlite_ops = {
     .batch_begin = sqlite_batch_begin,
     .batch_flush = sqlite_batch_flush,
     .batch_end = sqlite_batch_end,
+    .batch_counts = sqlite_batch_counts,
 };
 
 /* Opens (creating and migrating when needed) the SQLite store at `path`.

@@ -247,6 +247,14 @@ static int batch_write_metrics(struct sqlite_store *st, struct keel_error *err)
     return rc;
 }
 
+/* 1 when the batch's write transaction is still open. A read snapshot
+ * begun after SQLite rolled it back (an error such as SQLITE_NOMEM does,
+ * also in a read) is open too, but not as a write. */
+static int batch_open(const struct sqlite_store *st)
+{
+    return st->db && !st->reset && sqlite3_txn_state(st->db, NULL) == SQLITE_TXN_WRITE;
+}
+
 /* The batch's error, for a save it refuses. */
 static int batch_failure(struct sqlite_store *st, struct keel_error *err)
 {
@@ -276,7 +284,7 @@ int sqlite_batch_flush(struct store *store, struct keel_error *err)
         return KEEL_OK;
     /* SQLite rolled it back, or a statement failed since (the connection
      * is to be replaced: sqlite_fail) */
-    if (!st->db || st->reset || sqlite3_get_autocommit(st->db)) {
+    if (!batch_open(st)) {
         sqlite_batch_lose(st, "the turns' transaction was lost before its commit");
         return batch_failure(st, err);
     }
@@ -287,6 +295,7 @@ int sqlite_batch_flush(struct store *store, struct keel_error *err)
     st->batch_turns = 0;
     if ((rc = sqlite_tx_commit(st, "committing turns", &st->batch_err)))
         return batch_failure(st, err);
+    st->batch_committed = st->batch_saved;
     return KEEL_OK;
 }
 
@@ -300,7 +309,7 @@ static int save_batched(struct sqlite_store *st, const struct store_turn_record 
 
     if (st->batch_err.code)
         return batch_failure(st, err);
-    if (joined && (!st->db || st->reset || sqlite3_get_autocommit(st->db))) {
+    if (joined && !batch_open(st)) {
         sqlite_batch_lose(st, "the turns' transaction was lost before its commit");
         return batch_failure(st, err);
     }
@@ -330,6 +339,7 @@ static int save_batched(struct sqlite_store *st, const struct store_turn_record 
     if (later)
         batch_add_metrics(st, rec);
     st->batch_turns++;
+    st->batch_saved++;
     return KEEL_OK;
 }
 
@@ -339,6 +349,13 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
     struct sqlite_store *st = (struct sqlite_store *)store;
     int rc;
 
+    /* Only the batch's own thread joins it: the store changes threads
+     * only between batches (a server's worker ends its batch before it
+     * lets the store go), so this is a caller's mistake, refused rather
+     * than let another thread's turn ride on an uncommitted batch. */
+    if (st->batch && !pthread_equal(st->batch_owner, pthread_self()))
+        return keel_error_set(err, KEEL_EFAIL, "store",
+                              "a batch of turns of another thread is open on this store");
     if (st->batch)
         return save_batched(st, rec, err);
     if ((rc = sqlite_connection_ready(st, err)) ||
@@ -356,10 +373,20 @@ int sqlite_batch_begin(struct store *store)
     if (st->batch)
         return 0;
     st->batch = 1;
+    st->batch_owner = pthread_self();
     st->batch_turns = 0;
+    st->batch_saved = st->batch_committed = 0;
     st->n_batch_metrics = 0;
     keel_error_clear(&st->batch_err);
     return 1;
+}
+
+void sqlite_batch_counts(struct store *store, long *saved, long *committed)
+{
+    struct sqlite_store *st = (struct sqlite_store *)store;
+
+    *saved = st->batch_saved;
+    *committed = st->batch_committed;
 }
 
 int sqlite_batch_end(struct store *store, struct keel_error *err)

@@ -5,6 +5,7 @@
 #ifndef KEEL_STORE_SQLITE_INT_H
 #define KEEL_STORE_SQLITE_INT_H
 
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stddef.h>
 
@@ -117,8 +118,10 @@ struct sqlite_store {
     struct sqlite_run_cache *run_cache;         /* store_sqlite_memory.c; NULL: none yet */
     /* store_batch_begin … end (store_sqlite_conv.c): turns saved in one
      * transaction, each under its own savepoint. */
-    int batch;                                  /* a batch is on */
+    int batch;                                  /* a batch is on … */
+    pthread_t batch_owner;                      /* … of this thread (store_batch_begin) */
     int batch_turns;                            /* turns saved in its open transaction */
+    long batch_saved, batch_committed;          /* turns saved, and committed, since it began */
     struct keel_error batch_err;                /* .code: a commit of the batch failed */
     struct batch_metric batch_metrics[BATCH_METRICS_MAX];   /* not yet written */
     int n_batch_metrics;
@@ -272,6 +275,7 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
                      struct keel_error *err);
 int sqlite_batch_begin(struct store *store);
 int sqlite_batch_end(struct store *store, struct keel_error *err);
+void sqlite_batch_counts(struct store *store, long *saved, long *committed);
 int sqlite_metrics(struct store *store, json_t **out, struct keel_error *err);
 int sqlite_list_turns(struct store *store, const char *id, json_t **out, struct keel_error *err);
 int sqlite_get_turn(struct store *store, const char *correlation_id, json_t **out,

@@ -1203,6 +1203,108 @@ START_TEST(test_conv_sqlite_batch_lost_stores_none)
 }
 END_TEST
 
+/* A batch's transaction that SQLite rolled back by itself (as after
+ * SQLITE_NOMEM, also in a read) is lost, even once a new read snapshot
+ * is open on the connection: the next save and the end say so. */
+START_TEST(test_conv_sqlite_batch_rolled_back_under_a_snapshot)
+{
+    struct store *a = unit_store_fresh();
+    struct store *b = open_location(unit_store_path());
+    struct record_texts buf;
+    struct store_turn_record rec = record_make("conv_b", 1, &buf);
+    struct keel_error err;
+
+    ck_assert_int_eq(store_batch_begin(a), 1);
+    save_ok(a, "conv_a", 1);
+    ck_assert_int_eq(sqlite3_exec(((struct sqlite_store *)a)->db, "ROLLBACK", NULL, NULL, NULL),
+                     SQLITE_OK);
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);   /* a new read transaction */
+    assert_absent(a, "conv_a");
+    ck_assert_int_eq(store_save_turn(a, &rec, &err), KEEL_EIO);
+    store_read_end(a);
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_batch_end(a, &err), KEEL_EIO);
+    assert_absent(b, "conv_a");
+    assert_absent(b, "conv_b");
+    save_ok(a, "conv_a", 1);   /* the write mutex was given back */
+    assert_conversation(b, "conv_a", 1);
+    store_close(b);
+    store_close(a);
+}
+END_TEST
+
+/* store_batch_counts tells the turns a flush stored from those a failed
+ * commit lost. */
+START_TEST(test_conv_sqlite_batch_counts_what_a_flush_stored)
+{
+    struct store *a = unit_store_fresh();
+    struct store *b = open_location(unit_store_path());
+    struct keel_error err;
+    long saved, committed;
+
+    ck_assert_int_eq(store_batch_begin(a), 1);
+    save_ok(a, "conv_a", 1);
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_batch_flush(a, &err), KEEL_OK);
+    save_ok(a, "conv_b", 1);
+    store_batch_counts(a, &saved, &committed);
+    ck_assert_int_eq(saved, 2);
+    ck_assert_int_eq(committed, 1);
+    ((struct sqlite_store *)a)->reset = 1;   /* as a failed statement leaves it */
+    ck_assert_int_eq(store_batch_end(a, &err), KEEL_EIO);
+    store_batch_counts(a, &saved, &committed);
+    ck_assert_int_eq(saved, 2);
+    ck_assert_int_eq(committed, 1);   /* conv_a's turn is stored, conv_b's is not */
+    assert_conversation(b, "conv_a", 1);
+    assert_absent(b, "conv_b");
+    store_close(b);
+    store_close(a);
+}
+END_TEST
+
+struct other_saver {
+    struct store *store;
+    int rc;
+    char field[KEEL_ERROR_FIELD_MAX];
+};
+
+static void *save_from_other_thread(void *arg)
+{
+    struct other_saver *o = arg;
+    struct record_texts buf;
+    struct store_turn_record rec = record_make("conv_b", 1, &buf);
+    struct keel_error err;
+
+    keel_error_clear(&err);
+    o->rc = store_save_turn(o->store, &rec, &err);
+    snprintf(o->field, sizeof(o->field), "%s", err.field);
+    return NULL;
+}
+
+/* Only the thread that began a batch saves in it: another thread's turn
+ * would be answered before the batch's commit. */
+START_TEST(test_conv_sqlite_batch_is_one_threads)
+{
+    struct store *a = unit_store_fresh();
+    struct other_saver o = {a, -1, ""};
+    struct keel_error err;
+    pthread_t thread;
+
+    ck_assert_int_eq(store_batch_begin(a), 1);
+    save_ok(a, "conv_a", 1);
+    ck_assert_int_eq(pthread_create(&thread, NULL, save_from_other_thread, &o), 0);
+    pthread_join(thread, NULL);
+    ck_assert_int_eq(o.rc, KEEL_EFAIL);
+    ck_assert_str_eq(o.field, "store");
+    keel_error_clear(&err);
+    ck_assert_int_eq(store_batch_end(a, &err), KEEL_OK);
+    assert_conversation(a, "conv_a", 1);
+    assert_absent(a, "conv_b");
+    store_close(a);
+}
+END_TEST
+
 START_TEST(test_conv_sqlite_snapshot_yields_to_checkpoint)
 {
     struct store *a = unit_store_fresh();
@@ -1321,6 +1423,9 @@ Suite *suite_store_conv(void)
     tcase_add_test(file, test_conv_sqlite_batch_counts_per_minute);
     tcase_add_test(file, test_conv_sqlite_batch_flushed_by_other_write);
     tcase_add_test(file, test_conv_sqlite_batch_lost_stores_none);
+    tcase_add_test(file, test_conv_sqlite_batch_rolled_back_under_a_snapshot);
+    tcase_add_test(file, test_conv_sqlite_batch_counts_what_a_flush_stored);
+    tcase_add_test(file, test_conv_sqlite_batch_is_one_threads);
     tcase_add_test(file, test_conv_sqlite_write_after_checkpoint_restarts_wal);
     suite_add_tcase(s, file);
     return s;
