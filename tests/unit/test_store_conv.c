@@ -1174,10 +1174,10 @@ START_TEST(test_conv_sqlite_batch_flushed_by_other_write)
 }
 END_TEST
 
-/* When the batch's transaction is lost (here its connection failed), none
- * of its turns is stored: the next save and the end report it, and the
- * store works again after the batch. */
-START_TEST(test_conv_sqlite_batch_lost_stores_none)
+/* A batch whose transaction `lose` breaks after its first turn stores
+ * none of its turns: the next save (in a new read snapshot when
+ * `snapshot`) and the end report it, and the store works again after. */
+static void check_batch_lost(void (*lose)(struct store *), int snapshot)
 {
     struct store *a = unit_store_fresh();
     struct store *b = open_location(unit_store_path());
@@ -1187,50 +1187,51 @@ START_TEST(test_conv_sqlite_batch_lost_stores_none)
 
     ck_assert_int_eq(store_batch_begin(a), 1);
     save_ok(a, "conv_a", 1);
-    ((struct sqlite_store *)a)->reset = 1;   /* as a failed statement leaves it */
+    lose(a);
     keel_error_clear(&err);
+    if (snapshot) {
+        ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);   /* a new read transaction */
+        assert_absent(a, "conv_a");
+    }
     ck_assert_int_eq(store_save_turn(a, &rec, &err), KEEL_EIO);
     ck_assert_str_eq(err.field, "store");
+    if (snapshot)
+        store_read_end(a);
     keel_error_clear(&err);
     ck_assert_int_eq(store_batch_end(a, &err), KEEL_EIO);
     ck_assert_msg(strstr(err.message, "commit") != NULL, "%s", err.message);
-    assert_absent(b, "conv_a");
-    assert_absent(b, "conv_b");
-    save_ok(a, "conv_a", 1);
-    assert_conversation(b, "conv_a", 1);
-    store_close(b);
-    store_close(a);
-}
-END_TEST
-
-/* A batch's transaction that SQLite rolled back by itself (as after
- * SQLITE_NOMEM, also in a read) is lost, even once a new read snapshot
- * is open on the connection: the next save and the end say so. */
-START_TEST(test_conv_sqlite_batch_rolled_back_under_a_snapshot)
-{
-    struct store *a = unit_store_fresh();
-    struct store *b = open_location(unit_store_path());
-    struct record_texts buf;
-    struct store_turn_record rec = record_make("conv_b", 1, &buf);
-    struct keel_error err;
-
-    ck_assert_int_eq(store_batch_begin(a), 1);
-    save_ok(a, "conv_a", 1);
-    ck_assert_int_eq(sqlite3_exec(((struct sqlite_store *)a)->db, "ROLLBACK", NULL, NULL, NULL),
-                     SQLITE_OK);
-    keel_error_clear(&err);
-    ck_assert_int_eq(store_read_begin(a, &err), KEEL_OK);   /* a new read transaction */
-    assert_absent(a, "conv_a");
-    ck_assert_int_eq(store_save_turn(a, &rec, &err), KEEL_EIO);
-    store_read_end(a);
-    keel_error_clear(&err);
-    ck_assert_int_eq(store_batch_end(a, &err), KEEL_EIO);
     assert_absent(b, "conv_a");
     assert_absent(b, "conv_b");
     save_ok(a, "conv_a", 1);   /* the write mutex was given back */
     assert_conversation(b, "conv_a", 1);
     store_close(b);
     store_close(a);
+}
+
+static void mark_failed(struct store *a)
+{
+    ((struct sqlite_store *)a)->reset = 1;   /* as a failed statement leaves it */
+}
+
+static void roll_back(struct store *a)
+{
+    /* as SQLite does by itself after SQLITE_NOMEM, also in a read */
+    ck_assert_int_eq(sqlite3_exec(((struct sqlite_store *)a)->db, "ROLLBACK", NULL, NULL, NULL),
+                     SQLITE_OK);
+}
+
+/* The batch's connection failed. */
+START_TEST(test_conv_sqlite_batch_lost_stores_none)
+{
+    check_batch_lost(mark_failed, 0);
+}
+END_TEST
+
+/* SQLite rolled the batch's transaction back by itself, and a new read
+ * snapshot is open on the connection since. */
+START_TEST(test_conv_sqlite_batch_rolled_back_under_a_snapshot)
+{
+    check_batch_lost(roll_back, 1);
 }
 END_TEST
 
