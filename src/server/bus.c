@@ -285,6 +285,12 @@ static int quiet_of(struct bus *bus, const char *correlation_id, int *known)
     return quiet;
 }
 
+json_t *bus_error(int code, const char *field, const char *message)
+{
+    return json_pack("{s:i, s:s, s:s}", "code", code, "field", field ? field : "", "message",
+                     message ? message : "");
+}
+
 void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, json_t *error,
                 int64_t now_ms)
 {
@@ -298,8 +304,7 @@ void bus_finish(struct bus *bus, const char *correlation_id, json_t *result, jso
     json_t *rec;
 
     if (result && !text && !error)   /* out of memory: the turn fails rather than hangs */
-        error = json_pack("{s:i, s:s, s:s}", "code", KEEL_ENOMEM, "field", "", "message",
-                          "out of memory");
+        error = bus_error(KEEL_ENOMEM, "", "out of memory");
     if (error)   /* a failed turn stores nothing: even a quiet one keeps its error event */
         error_text = keel_json_dumps_len(error, EVENT_FLAGS, 0, &error_len);
     json_decref(result);

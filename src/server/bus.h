@@ -65,6 +65,10 @@ long bus_append(struct bus *bus, const char *correlation_id, const char *name, j
  * loop looks at its ?wait=1 waiters only when it has changed. */
 long bus_finished(struct bus *bus);
 
+/* A turn's error as bus_finish takes it: {code, field, message} (a new
+ * value; NULL when out of memory). */
+json_t *bus_error(int code, const char *field, const char *message);
+
 /* Ends a turn: `result` (stolen) on success, else `error` (stolen). Its
  * last event, `done` with the result as data or `error`, is appended
  * first; a quiet turn gets only the `error` (a failed turn is not stored,

@@ -89,9 +89,9 @@ struct job *queue_take(struct queue *q, int wait)
     pthread_mutex_lock(&q->lock);
     while (!(at = first_free(q)) && wait && !(q->closed && !q->depth) && !q->kicked)
         pthread_cond_wait(&q->ready, &q->lock);
-    if (!at)
+    if (!at) {
         q->kicked = 0;
-    if (at) {
+    } else {
         job = *at;
         *at = job->next;
         if (q->tail == job)   /* the job before it: the one whose `next` `at` is, if any */

@@ -239,9 +239,7 @@ int chat_enqueue(struct server *srv, struct evhttp_request *req, const struct pr
     created = job->new_conversation;
     if (queue_push(srv->queue, job)) {
         bus_finish(srv->bus, job->correlation_id, NULL,
-                   json_pack("{s:i, s:s, s:s}", "code", KEEL_EFAIL, "field", "", "message",
-                             "the queue is full"),
-                   keel_clock_now());
+                   bus_error(KEEL_EFAIL, "", "the queue is full"), keel_clock_now());
         evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
         http_error(req, 503, "busy", NULL, "the queue is full");
         return -1;

@@ -208,9 +208,8 @@ static void run_job(struct worker *w, struct job *job, struct ran *out)
     else if (job->role[0] && !(req.role = pipeline_role_for(w->pl[p], job->role)))
         keel_error_set(&err, KEEL_EINVAL, "role", "pack %s has no read-only role for a viewer",
                        job->pack);
-    else {
+    else
         pipeline_turn(w->pl[p], &req, &result, &err);
-    }
     atomic_fetch_add(&srv->metrics.turns, 1);
     histogram_observe(&srv->metrics.turn, (double)(now_ns() - t0) / 1e6);
     if (result && (out->summary = server_result_summary(result))) {
@@ -221,8 +220,7 @@ static void run_job(struct worker *w, struct job *job, struct ran *out)
     } else {
         if (!err.code)
             keel_error_set(&err, KEEL_ENOMEM, "turn", "out of memory");
-        out->error = json_pack("{s:i, s:s, s:s}", "code", err.code, "field", err.field, "message",
-                               err.message);
+        out->error = bus_error(err.code, err.field, err.message);
         out->streamed = ctx.streamed && !job->quiet;   /* never stored */
     }
     json_decref(result);
@@ -241,8 +239,7 @@ static void finish(struct worker *w, struct ran *r, const struct keel_error *los
         json_decref(r->summary);
         json_decref(r->error);
         r->summary = NULL;
-        r->error = json_pack("{s:i, s:s, s:s}", "code", lost->code, "field", lost->field,
-                             "message", lost->message);
+        r->error = bus_error(lost->code, lost->field, lost->message);
     }
     if (r->summary) {
         bus_finish(srv->bus, cid, r->summary, NULL, keel_clock_now());
@@ -265,13 +262,13 @@ static void finish(struct worker *w, struct ran *r, const struct keel_error *los
 static void batch_end(struct worker *w)
 {
     struct keel_error err, reload;
-    long saved, committed = 0;
+    long committed = 0;
     int rc = KEEL_OK;
 
     keel_error_clear(&err);
     if (w->batching) {
         rc = store_batch_end(w->srv->worker_store, &err);
-        store_batch_counts(w->srv->worker_store, &saved, &committed);
+        store_batch_counts(w->srv->worker_store, NULL, &committed);
     }
     w->batching = 0;
     if (rc) {
@@ -357,15 +354,14 @@ static void *worker_main(void *arg)
         job = atomic_load(&srv->resuming) ? NULL : queue_take(srv->queue, w->n_ran == 0);
         if (job) {
             struct ran ran;
-            long committed;
             int back;
             if (!w->n_ran) {
                 w->batching = store_batch_begin(srv->worker_store);
                 w->batch_began = now_ns();
             }
-            store_batch_counts(srv->worker_store, &ran.saved_from, &committed);
+            store_batch_counts(srv->worker_store, &ran.saved_from, NULL);
             run_job(w, job, &ran);
-            store_batch_counts(srv->worker_store, &ran.saved_to, &committed);
+            store_batch_counts(srv->worker_store, &ran.saved_to, NULL);
             w->ran[w->n_ran++] = ran;
             back = atomic_load(&srv->resuming);   /* read once: it decides both below */
             if (back || !w->batching || w->n_ran == SERVER_BATCH_TURNS ||

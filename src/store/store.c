@@ -218,7 +218,10 @@ int store_batch_end(struct store *store, struct keel_error *err)
 
 void store_batch_counts(struct store *store, long *saved, long *committed)
 {
-    *saved = *committed = 0;
+    if (saved)
+        *saved = 0;
+    if (committed)
+        *committed = 0;
     if (!store->ops->batch_counts)
         return;
     store_enter(store);

@@ -484,7 +484,7 @@ int store_batch_end(struct store *store, struct keel_error *err);
  * and how many of those a commit of the batch stored (*committed): a
  * turn saved while *saved went from a to b is stored when b <=
  * *committed. Both stay after store_batch_end, until the next batch;
- * 0 and 0 for a backend without batches. */
+ * 0 and 0 for a backend without batches. Either pointer may be NULL. */
 void store_batch_counts(struct store *store, long *saved, long *committed);
 
 /* Reads conversation `id`: KEEL_ENOTFOUND (field "conversation_id") when

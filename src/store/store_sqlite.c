@@ -298,13 +298,9 @@ static int snapshot_to_write(struct sqlite_store *st)
  * write that begins after it starts the WAL over. */
 int sqlite_tx_begin(struct sqlite_store *st, const char *op, struct keel_error *err)
 {
-    struct keel_error batch_err;
     int rc;
 
-    /* A write other than a turn's ends a batch's transaction first (its
-     * failure is the batch's to report: store_batch_end). */
-    if (st->batch_turns)
-        (void)sqlite_batch_flush(&st->base, &batch_err);
+    sqlite_batch_before_write(st);
     if (sqlite_in_snapshot(st) && st->read_backfills == sqlite_wal_backfill_count() &&
         sqlite_write_trylock(st) && snapshot_to_write(st))
         return KEEL_OK;
@@ -526,10 +522,7 @@ int sqlite_connection_ready(struct sqlite_store *st, struct keel_error *err)
 
 int sqlite_write_ready(struct sqlite_store *st, struct keel_error *err)
 {
-    struct keel_error batch_err;
-
-    if (st->batch_turns)   /* as in sqlite_tx_begin */
-        (void)sqlite_batch_flush(&st->base, &batch_err);
+    sqlite_batch_before_write(st);
     sqlite_read_end(&st->base);
     return sqlite_connection_ready(st, err);
 }

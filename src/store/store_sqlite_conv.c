@@ -13,7 +13,8 @@
  * reader (or a process started after a kill -9) sees a turn fully or not
  * at all. The conversation row is only updated when its turn count is
  * the one the turn was computed from; a stale writer changes nothing and
- * gets a conflict.
+ * gets a conflict. In a batch of turns (store_batch_begin) the turn's
+ * rows go into the batch's transaction instead: store_sqlite_batch.c.
  */
 #include <stdint.h>
 #include <string.h>
@@ -144,24 +145,22 @@ static int write_turn(struct sqlite_store *st, const struct store_turn_record *r
     return rc;
 }
 
-/* Adds the turn's counters to their totals and to the minute of the
- * turn, METRIC_SLOTS counters per statement. */
-static int write_metrics(struct sqlite_store *st, const struct store_turn_record *rec,
-                         struct keel_error *err)
+int sqlite_metrics_write(struct sqlite_store *st, const struct store_metric *metrics, size_t n,
+                         int64_t ts_ms, struct keel_error *err)
 {
     static const enum stmt_id ids[2] = {ST_METRIC_ADD, ST_METRIC_MINUTE_ADD};
     int rc;
 
-    for (size_t first = 0; first < rec->n_metrics; first += METRIC_SLOTS) {
-        size_t n = rec->n_metrics - first < METRIC_SLOTS ? rec->n_metrics - first : METRIC_SLOTS;
+    for (size_t first = 0; first < n; first += METRIC_SLOTS) {
+        size_t k = n - first < METRIC_SLOTS ? n - first : METRIC_SLOTS;
         for (int t = 0; t < 2; t++) {
             sqlite3_stmt *stmt = st->stmt[ids[t]];
-            for (size_t i = 0; i < n; i++) {   /* slots past n stay NULL: unused */
-                BIND_TEXT(stmt, (int)(2 * i + 1), rec->metrics[first + i].name);
-                sqlite3_bind_int64(stmt, (int)(2 * i + 2), rec->metrics[first + i].delta);
+            for (size_t i = 0; i < k; i++) {   /* slots past k stay NULL: unused */
+                BIND_TEXT(stmt, (int)(2 * i + 1), metrics[first + i].name);
+                sqlite3_bind_int64(stmt, (int)(2 * i + 2), metrics[first + i].delta);
             }
             if (ids[t] == ST_METRIC_MINUTE_ADD)
-                sqlite3_bind_int64(stmt, 2 * METRIC_SLOTS + 1, rec->ts_ms / 60000);
+                sqlite3_bind_int64(stmt, 2 * METRIC_SLOTS + 1, ts_ms / 60000);
             if ((rc = sqlite_stmt_exec(st, ids[t], "updating metrics", err)))
                 return rc;
         }
@@ -169,178 +168,19 @@ static int write_metrics(struct sqlite_store *st, const struct store_turn_record
     return KEEL_OK;
 }
 
-/* The turn's rows, in the open transaction; its counters too unless
- * `metrics_later` (a batch adds them up: batch_add_metrics). */
-static int write_all(struct sqlite_store *st, const struct store_turn_record *rec,
-                     int metrics_later, struct keel_error *err)
+int sqlite_turn_write(struct sqlite_store *st, const struct store_turn_record *rec,
+                      int metrics_later, struct keel_error *err)
 {
     int rc;
 
     if ((rc = write_conversation(st, rec, err)) || (rc = write_turn(st, rec, err)) ||
-        (!metrics_later && (rc = write_metrics(st, rec, err))) ||
+        (!metrics_later &&
+         (rc = sqlite_metrics_write(st, rec->metrics, rec->n_metrics, rec->ts_ms, err))) ||
         (rc = sqlite_scenario_turn_write(st, rec, err)) ||
         (rec->memory && (rc = sqlite_memory_write(st, rec->memory, err))) ||
         (rec->personal && (rc = sqlite_personal_write(st, rec->personal, err))))
         return rc;
     return rec->artifact ? sqlite_artifact_write(st, rec, err) : KEEL_OK;
-}
-
-/* The batch's counter for `name` in `minute`: found, or a new one (NULL
- * when there is no room, or the name is too long to keep). */
-static struct batch_metric *batch_metric_of(struct sqlite_store *st, const char *name,
-                                            int64_t minute, int add)
-{
-    for (int i = 0; i < st->n_batch_metrics; i++)
-        if (st->batch_metrics[i].minute == minute && !strcmp(st->batch_metrics[i].name, name))
-            return &st->batch_metrics[i];
-    if (!add || st->n_batch_metrics == BATCH_METRICS_MAX || strlen(name) >= BATCH_METRIC_NAME)
-        return NULL;
-    struct batch_metric *m = &st->batch_metrics[st->n_batch_metrics++];
-    snprintf(m->name, sizeof(m->name), "%s", name);
-    m->minute = minute;
-    m->delta = 0;
-    return m;
-}
-
-/* 1 when the turn's counters fit among the batch's (each name and minute
- * found, or room for it), so they can be added after its writes. */
-static int batch_metrics_fit(struct sqlite_store *st, const struct store_turn_record *rec)
-{
-    int room = BATCH_METRICS_MAX - st->n_batch_metrics;
-
-    for (size_t i = 0; i < rec->n_metrics; i++)
-        if (strlen(rec->metrics[i].name) >= BATCH_METRIC_NAME ||
-            (!batch_metric_of(st, rec->metrics[i].name, rec->ts_ms / 60000, 0) && --room < 0))
-            return 0;
-    return 1;
-}
-
-static void batch_add_metrics(struct sqlite_store *st, const struct store_turn_record *rec)
-{
-    for (size_t i = 0; i < rec->n_metrics; i++)
-        batch_metric_of(st, rec->metrics[i].name, rec->ts_ms / 60000, 1)->delta +=
-            rec->metrics[i].delta;
-}
-
-/* Writes the batch's counters, one minute at a time (each minute's sums
- * go to the totals too). */
-static int batch_write_metrics(struct sqlite_store *st, struct keel_error *err)
-{
-    struct store_metric m[BATCH_METRICS_MAX];
-    int done[BATCH_METRICS_MAX] = {0};
-    int rc = KEEL_OK;
-
-    for (int i = 0; i < st->n_batch_metrics && !rc; i++) {
-        struct store_turn_record rec = {.metrics = m, .n_metrics = 0};
-        if (done[i])
-            continue;
-        rec.ts_ms = st->batch_metrics[i].minute * 60000;
-        for (int j = i; j < st->n_batch_metrics; j++)
-            if (!done[j] && st->batch_metrics[j].minute == st->batch_metrics[i].minute) {
-                done[j] = 1;
-                m[rec.n_metrics++] =
-                    (struct store_metric){st->batch_metrics[j].name, st->batch_metrics[j].delta};
-            }
-        rc = write_metrics(st, &rec, err);
-    }
-    st->n_batch_metrics = 0;
-    return rc;
-}
-
-/* 1 when the batch's write transaction is still open. A read snapshot
- * begun after SQLite rolled it back (an error such as SQLITE_NOMEM does,
- * also in a read) is open too, but not as a write. */
-static int batch_open(const struct sqlite_store *st)
-{
-    return st->db && !st->reset && sqlite3_txn_state(st->db, NULL) == SQLITE_TXN_WRITE;
-}
-
-/* The batch's error, for a save it refuses. */
-static int batch_failure(struct sqlite_store *st, struct keel_error *err)
-{
-    if (err)
-        *err = st->batch_err;
-    return st->batch_err.code;
-}
-
-void sqlite_batch_lose(struct sqlite_store *st, const char *why)
-{
-    if (!st->batch_turns)
-        return;
-    st->batch_turns = 0;
-    st->n_batch_metrics = 0;
-    sqlite_tx_rollback(st);
-    keel_error_set(&st->batch_err, KEEL_EIO, "store", "%s: %s", st->path, why);
-}
-
-int sqlite_batch_flush(struct store *store, struct keel_error *err)
-{
-    struct sqlite_store *st = (struct sqlite_store *)store;
-    int rc;
-
-    if (st->batch_err.code)
-        return batch_failure(st, err);
-    if (!st->batch_turns)
-        return KEEL_OK;
-    /* SQLite rolled it back, or a statement failed since (the connection
-     * is to be replaced: sqlite_fail) */
-    if (!batch_open(st)) {
-        sqlite_batch_lose(st, "the turns' transaction was lost before its commit");
-        return batch_failure(st, err);
-    }
-    if ((rc = batch_write_metrics(st, &st->batch_err))) {
-        sqlite_batch_lose(st, "the turns' counters could not be written");
-        return batch_failure(st, err);
-    }
-    st->batch_turns = 0;
-    if ((rc = sqlite_tx_commit(st, "committing turns", &st->batch_err)))
-        return batch_failure(st, err);
-    st->batch_committed = st->batch_saved;
-    return KEEL_OK;
-}
-
-/* One turn of a batch: under a savepoint in the batch's transaction (the
- * first turn begins it), so a turn that fails is undone alone and the
- * turns before it stay. */
-static int save_batched(struct sqlite_store *st, const struct store_turn_record *rec,
-                        struct keel_error *err)
-{
-    int joined = st->batch_turns > 0, later, rc;
-
-    if (st->batch_err.code)
-        return batch_failure(st, err);
-    if (joined && !batch_open(st)) {
-        sqlite_batch_lose(st, "the turns' transaction was lost before its commit");
-        return batch_failure(st, err);
-    }
-    if (!joined && ((rc = sqlite_connection_ready(st, err)) ||
-                    (rc = sqlite_tx_begin(st, "saving a turn", err))))
-        return rc;
-    later = batch_metrics_fit(st, rec);
-    if ((rc = sqlite_stmt_exec(st, ST_SAVEPOINT, "saving a turn", err)) ||
-        (rc = write_all(st, rec, later, err)) ||
-        (rc = sqlite_stmt_exec(st, ST_RELEASE, "saving a turn", err))) {
-        if (st->db && !sqlite3_get_autocommit(st->db) &&
-            sqlite3_step(st->stmt[ST_ROLLBACK_TO]) == SQLITE_DONE) {
-            sqlite3_reset(st->stmt[ST_ROLLBACK_TO]);
-            sqlite3_step(st->stmt[ST_RELEASE]);
-            sqlite3_reset(st->stmt[ST_RELEASE]);
-            if (!joined)
-                sqlite_tx_rollback(st);   /* nothing else in it */
-        } else if (st->db) {
-            sqlite3_reset(st->stmt[ST_ROLLBACK_TO]);
-            if (joined)   /* the earlier turns went with it */
-                sqlite_batch_lose(st, "the turns' transaction was rolled back before its commit");
-            else
-                sqlite_tx_rollback(st);
-        }
-        return rc;
-    }
-    if (later)
-        batch_add_metrics(st, rec);
-    st->batch_turns++;
-    st->batch_saved++;
-    return KEEL_OK;
 }
 
 int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
@@ -349,53 +189,14 @@ int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
     struct sqlite_store *st = (struct sqlite_store *)store;
     int rc;
 
-    /* Only the batch's own thread joins it: the store changes threads
-     * only between batches (a server's worker ends its batch before it
-     * lets the store go), so this is a caller's mistake, refused rather
-     * than let another thread's turn ride on an uncommitted batch. */
-    if (st->batch && !pthread_equal(st->batch_owner, pthread_self()))
-        return keel_error_set(err, KEEL_EFAIL, "store",
-                              "a batch of turns of another thread is open on this store");
     if (st->batch)
-        return save_batched(st, rec, err);
+        return sqlite_batch_save(st, rec, err);
     if ((rc = sqlite_connection_ready(st, err)) ||
         (rc = sqlite_tx_begin(st, "saving a turn", err)))
         return rc;
-    if ((rc = write_all(st, rec, 0, err)) || (rc = sqlite_tx_commit(st, "saving a turn", err)))
+    if ((rc = sqlite_turn_write(st, rec, 0, err)) ||
+        (rc = sqlite_tx_commit(st, "saving a turn", err)))
         sqlite_tx_rollback(st);
-    return rc;
-}
-
-int sqlite_batch_begin(struct store *store)
-{
-    struct sqlite_store *st = (struct sqlite_store *)store;
-
-    if (st->batch)
-        return 0;
-    st->batch = 1;
-    st->batch_owner = pthread_self();
-    st->batch_turns = 0;
-    st->batch_saved = st->batch_committed = 0;
-    st->n_batch_metrics = 0;
-    keel_error_clear(&st->batch_err);
-    return 1;
-}
-
-void sqlite_batch_counts(struct store *store, long *saved, long *committed)
-{
-    struct sqlite_store *st = (struct sqlite_store *)store;
-
-    *saved = st->batch_saved;
-    *committed = st->batch_committed;
-}
-
-int sqlite_batch_end(struct store *store, struct keel_error *err)
-{
-    struct sqlite_store *st = (struct sqlite_store *)store;
-    int rc = sqlite_batch_flush(store, err);
-
-    st->batch = 0;
-    keel_error_clear(&st->batch_err);
     return rc;
 }
 

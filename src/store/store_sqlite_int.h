@@ -89,7 +89,7 @@ enum stmt_id {
  * more counters runs them again for the rest. */
 #define METRIC_SLOTS 10
 
-/* A batch's counters (store_sqlite_conv.c): the sums of its turns', per
+/* A batch's counters (store_sqlite_batch.c): the sums of its turns', per
  * name and minute, written once before its commit. */
 #define BATCH_METRICS_MAX 64
 #define BATCH_METRIC_NAME 48
@@ -116,7 +116,7 @@ struct sqlite_store {
     int write_stripe;                           /* store_sqlite_writelock.c; -1: not yet known */
     int write_locked;                           /* this store holds it */
     struct sqlite_run_cache *run_cache;         /* store_sqlite_memory.c; NULL: none yet */
-    /* store_batch_begin … end (store_sqlite_conv.c): turns saved in one
+    /* store_batch_begin … end (store_sqlite_batch.c): turns saved in one
      * transaction, each under its own savepoint. */
     int batch;                                  /* a batch is on … */
     pthread_t batch_owner;                      /* … of this thread (store_batch_begin) */
@@ -127,14 +127,28 @@ struct sqlite_store {
     int n_batch_metrics;
 };
 
+/* Batches of turns (store_sqlite_batch.c). */
+
 /* Commits the turns of the open batch (store_batch_flush); a failure
  * sticks to the batch until its end. KEEL_OK when none is open. */
 int sqlite_batch_flush(struct store *store, struct keel_error *err);
+
+/* Before a write other than a batch's turn (sqlite_tx_begin,
+ * sqlite_write_ready): commits the batch's turns, so the write is not
+ * held in its transaction. A failure is the batch's to report
+ * (store_batch_end). */
+void sqlite_batch_before_write(struct sqlite_store *st);
 
 /* The open batch's transaction is lost (the connection failed, or SQLite
  * rolled it back): rolls back what is left, gives back the write mutex,
  * and fails the batch with `why`. No-op without saved turns. */
 void sqlite_batch_lose(struct sqlite_store *st, const char *why);
+
+/* save_turn while a batch is on: the turn under its own savepoint in the
+ * batch's transaction (the first turn begins it). KEEL_EFAIL (field
+ * "store") from a thread other than the batch's. */
+int sqlite_batch_save(struct sqlite_store *st, const struct store_turn_record *rec,
+                      struct keel_error *err);
 
 /* The process's writers of one file take turns on a mutex around their
  * transactions (store_sqlite_writelock.c): sqlite_tx_begin locks, commit
@@ -273,6 +287,17 @@ int sqlite_load_conversation(struct store *store, const char *id, struct store_c
                              struct keel_error *err);
 int sqlite_save_turn(struct store *store, const struct store_turn_record *rec,
                      struct keel_error *err);
+
+/* The turn's rows in the open transaction (store_sqlite_conv.c): the
+ * conversation, the turn, its counters unless `metrics_later` (a batch
+ * adds them up), scenario, memory, personal fact and artifact. */
+int sqlite_turn_write(struct sqlite_store *st, const struct store_turn_record *rec,
+                      int metrics_later, struct keel_error *err);
+
+/* Adds `n` counters to their totals and to the minute of `ts_ms`,
+ * METRIC_SLOTS counters per statement. */
+int sqlite_metrics_write(struct sqlite_store *st, const struct store_metric *metrics, size_t n,
+                         int64_t ts_ms, struct keel_error *err);
 int sqlite_batch_begin(struct store *store);
 int sqlite_batch_end(struct store *store, struct keel_error *err);
 void sqlite_batch_counts(struct store *store, long *saved, long *committed);

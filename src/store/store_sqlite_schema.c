@@ -364,7 +364,7 @@ const char *const sqlite_stmt_sql[ST_COUNT] = {
     [ST_TAKE_WRITE] = "UPDATE schema_migrations SET version = version WHERE 0",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
-    /* one turn of a batch (store_sqlite_conv.c) */
+    /* one turn of a batch (store_sqlite_batch.c) */
     [ST_SAVEPOINT] = "SAVEPOINT turn",
     [ST_RELEASE] = "RELEASE turn",
     [ST_ROLLBACK_TO] = "ROLLBACK TO turn",
